@@ -1,0 +1,49 @@
+"""The collector contract: one class per evidence source, discovered by subclass walk.
+
+A collector turns a submission into evidence items. `gather` runs each one in isolation, so a
+crash in one becomes an `AnalyzerFailure` and the others still report (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from evidence.model import EvidenceItem
+from evidence.submission import Submission
+
+
+class Collector:
+    """Subclass, set the class attributes, implement `collect`. Abstract bases set `abstract = True`."""
+
+    abstract: ClassVar[bool] = True
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "0"
+    # Evidence kinds this collector may emit, with what each means (the rubric validates against these).
+    kinds: ClassVar[dict[str, str]] = {}
+
+    @property
+    def analyzer(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def applies(self, submission: Submission) -> bool:  # noqa: ARG002 - default: always
+        return True
+
+    def collect(self, submission: Submission) -> list[EvidenceItem]:
+        raise NotImplementedError(f"{type(self).__name__}.collect")
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "abstract" not in cls.__dict__:
+            cls.abstract = False
+
+
+def concrete_collectors() -> list[type[Collector]]:
+    """Every non-abstract Collector subclass, in name order (import `evidence.catalog` first)."""
+    found: dict[str, type[Collector]] = {}
+    stack = list(Collector.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if not cls.abstract:
+            found[cls.name] = cls
+    return [found[n] for n in sorted(found)]

@@ -1,0 +1,59 @@
+"""Run every applicable collector over a submission and bundle the results."""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+from evidence.catalog import load_collectors
+from evidence.collector import Collector
+from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, dedupe_ids, make_id, sort_items
+from evidence.submission import Submission
+
+
+def _failure(collector: Collector, exc: BaseException) -> AnalyzerFailure:
+    tail = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = f" (at {tail[0].filename.rsplit('/', 1)[-1]}:{tail[0].lineno})" if tail else ""
+    message = (str(exc).splitlines() or [""])[0][:500]
+    return AnalyzerFailure(
+        id=make_id("failure", collector.name),
+        analyzer=collector.analyzer,
+        error_type=type(exc).__name__,
+        message=f"{message}{where}",
+    )
+
+
+def gather(
+    submission: Submission,
+    *,
+    collectors: list[type[Collector]] | None = None,
+    exclude: tuple[str, ...] = (),
+) -> EvidenceBundle:
+    """Evidence for `submission`. A collector that raises becomes an AnalyzerFailure, never a lost bundle."""
+    classes = list(collectors) if collectors is not None else list(load_collectors())
+    items: list[EvidenceItem] = []
+    failures: list[AnalyzerFailure] = []
+    analyzers: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    for cls in classes:
+        if cls.name in exclude:
+            continue
+        collector = cls()
+        if not collector.applies(submission):
+            continue
+        analyzers[cls.name] = cls.version
+        start = time.perf_counter()
+        try:
+            produced = list(collector.collect(submission))
+        except Exception as exc:  # the unit boundary: a crash is a value, not a lost bundle
+            failures.append(_failure(collector, exc))
+        else:
+            items.extend(produced)
+        timings[cls.name] = round(time.perf_counter() - start, 6)
+    return EvidenceBundle(
+        submission_hash=submission.content_hash,
+        items=sort_items(dedupe_ids(items)),
+        failures=tuple(sorted(failures, key=lambda f: f.id)),
+        analyzers=dict(sorted(analyzers.items())),
+        timings=timings,
+    )

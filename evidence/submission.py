@@ -1,0 +1,134 @@
+"""The submission as evidence sees it: a validated manifest plus the text of its files.
+
+Loading and validating a folder or an API upload is `grader.submission`'s job; this module only
+holds the result, so `evidence` stays usable without `grader`. A submission is self-contained
+(files are kept as text), so collectors never need the original folder.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evidence.model import content_hash
+
+Target = Literal["trn1", "trn2"]
+
+# dtypes a manifest may declare for kernel inputs (names as NKI and ml_dtypes spell them).
+INPUT_DTYPES = (
+    "float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2",
+    "int8", "uint8", "int16", "uint16", "int32", "uint32", "bool",
+)
+DISTRIBUTIONS = ("normal", "uniform", "zeros", "ones", "arange", "randint", "positive", "mask")
+
+
+class TaskSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    title: str
+    description: str = ""
+    target: Target = "trn2"
+    # Tolerance the task states for comparing outputs; None means "derive from the output dtype".
+    rtol: float | None = Field(default=None, ge=0)
+    atol: float | None = Field(default=None, ge=0)
+
+
+class KernelSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    entry: str
+    grid: tuple[int, ...] = ()
+
+
+class InputSpec(BaseModel):
+    """One kernel argument. A tensor has shape+dtype; a plain Python value has `value`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    distribution: str = "normal"
+    low: float | None = None
+    high: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    value: int | float | bool | None = None  # set for non-tensor arguments (tile counts, flags)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.value is None
+
+
+class FileRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+
+
+class ReferenceSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    entry: str
+
+
+class MigrationSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cuda_file: str
+    cuda_entry: str | None = None
+
+
+class Manifest(BaseModel):
+    """The parsed `submission.toml` (DESIGN §4)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: TaskSpec
+    kernel: KernelSpec
+    inputs: tuple[InputSpec, ...] = ()
+    reference: ReferenceSpec | None = None
+    migration: MigrationSpec | None = None
+    claims: FileRef | None = None
+    notes: FileRef | None = None
+
+
+class Submission(BaseModel):
+    """A manifest plus the text of every file it names, keyed by relative path."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manifest: Manifest
+    files: dict[str, str]
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash({"manifest": self.manifest.model_dump(mode="json"), "files": self.files})
+
+    @property
+    def kernel_source(self) -> str:
+        return self.files[self.manifest.kernel.file]
+
+    @property
+    def reference_source(self) -> str | None:
+        ref = self.manifest.reference
+        return self.files[ref.file] if ref else None
+
+    @property
+    def cuda_source(self) -> str | None:
+        mig = self.manifest.migration
+        return self.files[mig.cuda_file] if mig else None
+
+    @property
+    def claims_source(self) -> str | None:
+        c = self.manifest.claims
+        return self.files[c.file] if c else None
+
+    @property
+    def notes_source(self) -> str | None:
+        n = self.manifest.notes
+        return self.files[n.file] if n else None
