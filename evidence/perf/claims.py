@@ -1,0 +1,132 @@
+"""The benchmark-claims file (`claims.toml`) and the methodology checks that need no measurement.
+
+Schema (documented in docs/submission-format.md):
+
+    [method]                      # how the figures were obtained; a claim may override any key
+    source = "measured"           # measured | simulated | estimated
+    timer = "device"              # device | host
+    synchronized = true           # host timers only: device synchronised before reading the clock
+    warmup = 10
+    iterations = 100
+    variance_reported = true
+    correctness_checked = true    # outputs checked on the timed configuration
+    compile_excluded = true
+    device = "trn2.48xlarge"
+
+    [[claim]]
+    id = "latency"
+    metric = "latency_us"         # latency_us | speedup | tflops | gbps
+    value = 412.0
+    baseline = "reference softmax in torch-neuronx"
+    baseline_value = 980.0
+    dtype = "bfloat16"
+    baseline_dtype = "bfloat16"
+    shapes = "x[300,1024]"
+
+Checks against physical bounds (claimed time below bytes / HBM bandwidth or FLOPs / peak) need the
+cost model and come with it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+Metric = Literal["latency_us", "speedup", "tflops", "gbps"]
+
+
+class Method(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Literal["measured", "simulated", "estimated"] | None = None
+    timer: Literal["device", "host"] | None = None
+    synchronized: bool | None = None
+    warmup: int | None = None
+    iterations: int | None = None
+    variance_reported: bool | None = None
+    correctness_checked: bool | None = None
+    compile_excluded: bool | None = None
+    device: str | None = None
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    metric: Metric
+    value: float
+    baseline: str | None = None
+    baseline_value: float | None = None
+    dtype: str | None = None
+    baseline_dtype: str | None = None
+    shapes: str | None = None
+    method: Method = Method()
+
+
+class ClaimsFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Method = Method()
+    claim: tuple[Claim, ...] = ()
+
+    def effective_method(self, claim: Claim) -> Method:
+        overrides = claim.method.model_dump(exclude_none=True)
+        return self.method.model_copy(update=overrides)
+
+
+class ClaimsFormatError(ValueError):
+    pass
+
+
+def parse_claims(text: str, file: str) -> ClaimsFile:
+    try:
+        data = tomllib.loads(text)
+        return ClaimsFile.model_validate(data)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClaimsFormatError(f"{file}: invalid TOML: {exc}") from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ClaimsFormatError(f"{file}: {where}: {err['msg']}") from exc
+
+
+@dataclass(frozen=True)
+class MethodGap:
+    code: str
+    severity: str  # evidence Severity value
+    message: str
+
+
+MIN_ITERATIONS = 10
+
+
+def methodology_gaps(claim: Claim, method: Method) -> list[MethodGap]:
+    """What a reviewer would object to in how this claim was obtained (kernel-evaluation practice)."""
+    gaps: list[MethodGap] = []
+    timing = claim.metric in ("latency_us", "speedup", "tflops", "gbps")
+    if method.source in ("simulated", "estimated") and timing:
+        gaps.append(MethodGap("not_measured", "high",
+                              f"{method.source} figure used as a performance claim; the simulator and cost models do not measure time"))
+    if method.source is None:
+        gaps.append(MethodGap("source_unstated", "medium", "the claim does not say whether it was measured, simulated or estimated"))
+    if claim.metric == "speedup" and not claim.baseline:
+        gaps.append(MethodGap("no_baseline", "high", "a speedup without a named baseline"))
+    if claim.baseline_dtype and claim.dtype and claim.baseline_dtype != claim.dtype:
+        gaps.append(MethodGap("config_mismatch", "high",
+                              f"baseline runs in {claim.baseline_dtype} but the candidate in {claim.dtype}"))
+    if method.timer == "host" and not method.synchronized:
+        gaps.append(MethodGap("host_timer_unsynchronized", "high", "host-side timing without device synchronisation"))
+    if not method.warmup:
+        gaps.append(MethodGap("no_warmup", "medium", "no warm-up iterations before timing"))
+    if (method.iterations or 0) < MIN_ITERATIONS:
+        gaps.append(MethodGap("few_iterations", "medium", f"fewer than {MIN_ITERATIONS} timed iterations (got {method.iterations or 0})"))
+    if not method.correctness_checked:
+        gaps.append(MethodGap("correctness_unchecked", "medium", "correctness not checked on the timed configuration"))
+    if not method.variance_reported:
+        gaps.append(MethodGap("no_variance", "low", "no variance or spread reported"))
+    if method.compile_excluded is False or method.compile_excluded is None:
+        gaps.append(MethodGap("compile_not_excluded", "low", "compile time not stated as excluded from the timing"))
+    return gaps

@@ -1,0 +1,167 @@
+"""`grader`: evaluate submissions, inspect evidence and rubrics, print schemas, serve the API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from grader.errors import GraderError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+rubric_app = typer.Typer(no_args_is_help=True, help="List and show rubrics.")
+app.add_typer(rubric_app, name="rubric")
+err = Console(stderr=True)
+
+
+class Format(str, Enum):
+    json = "json"
+    md = "md"
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{output}: cannot write: {exc.strerror}")
+
+
+def _settings(**overrides: object):
+    from grader.settings import Settings
+
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+@app.command()
+def evaluate(
+    submission: Path = typer.Argument(..., help="submission folder (with submission.toml)"),
+    rubric: str = typer.Option("nki-kernel-review", "--rubric", help="rubric id or path to a rubric TOML"),
+    fmt: Format = typer.Option(Format.md, "--format", help="output format"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to FILE instead of stdout"),
+    drafter: Optional[str] = typer.Option(None, "--drafter", help="rules (offline default) or llm"),
+    model: Optional[str] = typer.Option(None, "--model", help="litellm model string, e.g. openai/gpt-4o-mini"),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible endpoint for the model"),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, max=16, help="samples per criterion"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the model-reply cache"),
+) -> None:
+    """Draft a rubric evaluation of SUBMISSION (exit 0 whenever the evaluation completes)."""
+    from grader.evaluate import evaluate as run
+    from grader.reports.markdown import render_draft
+    from grader.rubric import load_rubric
+
+    try:
+        settings = _settings(drafter=drafter, model=model, api_base=api_base, samples=samples,
+                             use_cache=False if no_cache else None)
+        rub = load_rubric(rubric)
+        draft = run(submission, rubric=rub, settings=settings)
+    except GraderError as exc:
+        _fail(exc.one_line())
+        return
+    text = draft.model_dump_json(indent=2) if fmt is Format.json else render_draft(draft, rub)
+    _emit(text, output)
+
+
+@app.command()
+def evidence(
+    submission: Path = typer.Argument(..., help="submission folder"),
+    fmt: Format = typer.Option(Format.md, "--format"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output"),
+) -> None:
+    """Gather and print the evidence bundle for SUBMISSION (no drafting)."""
+    from evidence.gather import gather
+    from grader.evaluate import as_submission
+    from grader.reports.markdown import render_bundle
+
+    try:
+        bundle = gather(as_submission(submission, _settings()))
+    except GraderError as exc:
+        _fail(exc.one_line())
+        return
+    _emit(bundle.model_dump_json(indent=2) if fmt is Format.json else render_bundle(bundle), output)
+
+
+@rubric_app.command("list")
+def rubric_list() -> None:
+    """List the rubrics shipped in rubrics/."""
+    from grader.rubric import available_rubrics, load_rubric
+
+    table = Table("id", "version", "criteria", "title")
+    for rid in available_rubrics():
+        try:
+            r = load_rubric(rid)
+        except GraderError as exc:
+            table.add_row(rid, "-", "-", f"invalid: {exc.one_line()}")
+            continue
+        table.add_row(r.id, r.version, str(len(r.criteria)), r.title)
+    Console().print(table)
+
+
+@rubric_app.command("show")
+def rubric_show(
+    rubric_id: str = typer.Argument(..., help="rubric id or path"),
+    fmt: Format = typer.Option(Format.md, "--format"),
+) -> None:
+    """Show a rubric: criteria, levels, evidence kinds and evidence rules."""
+    from grader.rubric import load_rubric
+
+    try:
+        r = load_rubric(rubric_id)
+    except GraderError as exc:
+        _fail(exc.one_line())
+        return
+    if fmt is Format.json:
+        _emit(r.model_dump_json(indent=2), None)
+        return
+    lines = [f"# {r.title} ({r.id} {r.version})", "", r.description.strip(), "", f"hash: {r.content_hash}"]
+    for c in r.criteria:
+        lines += ["", f"## {c.id} — {c.title}", "", c.description.strip(), "",
+                  f"applies when: {c.applies_when}; basis: {', '.join(c.basis) or '-'}; start: {c.start}",
+                  f"evidence kinds: {', '.join(c.evidence_kinds)}", ""]
+        lines += [f"- **{lv.score}**: {lv.descriptor}" for lv in sorted(c.levels, key=lambda lv: lv.score)]
+        for rule in c.rules:
+            effect = (f"cap {rule.cap}" if rule.cap is not None else f"floor {rule.floor}" if rule.floor is not None
+                      else f"-{rule.penalty}" + (" per item" if rule.per_item else ""))
+            lines.append(f"- rule `{rule.id}` ({effect}): {rule.description}")
+    _emit("\n".join(lines), None)
+
+
+@app.command()
+def schema(names: list[str] = typer.Argument(None, help="model names (default: all)")) -> None:
+    """Print the JSON Schemas of the data models (evidence, rubric, draft)."""
+    from grader.schemas import json_schemas
+
+    try:
+        schemas = json_schemas(names or None)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+        return
+    _emit(json.dumps(schemas, indent=2, sort_keys=True), None)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="bind address"),
+    port: int = typer.Option(8000, help="port"),
+) -> None:
+    """Serve the HTTP API (POST /v1/evaluations, GET /v1/rubrics, /healthz, /docs)."""
+    import uvicorn
+
+    uvicorn.run("grader.api.app:create_app", factory=True, host=host, port=port)
+
+
+if __name__ == "__main__":
+    app()

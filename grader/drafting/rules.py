@@ -1,0 +1,91 @@
+"""The rules drafter: the offline default. Scores each criterion from the rubric's evidence rules.
+
+Deterministic by construction: it reads only the bundle and the rubric, in their fixed order.
+A criterion whose basis evidence is absent is `unscored` ("insufficient evidence"); the drafter
+never falls back to a middle score.
+"""
+
+from __future__ import annotations
+
+from evidence.model import EvidenceBundle, EvidenceItem, kind_matches
+from evidence.submission import Submission
+from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
+from grader.drafting.base import envelope, not_applicable, not_applicable_reason
+from grader.evidence_rules import RuleOutcome, evaluate_rules
+from grader.rubric import Criterion, Rubric
+
+RULES_DRAFTER_VERSION = "1.0.0"
+INSUFFICIENT = "insufficient evidence"
+MAX_BASIS_CITATIONS = 3
+
+
+def _cite(item: EvidenceItem) -> Citation:
+    loc = item.location
+    if loc is None:
+        return Citation(evidence_id=item.id)
+    return Citation(evidence_id=item.id, file=loc.file, start_line=loc.start_line, end_line=loc.end_line)
+
+
+def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tuple[int, list[str]]:
+    """Start, subtract penalties, then apply floors and caps (a cap wins over a floor: defects dominate)."""
+    steps = [f"Basis evidence present; starting at {criterion.start}."]
+    score = criterion.start
+    for hit in outcome.hits:
+        ids = ", ".join(i.id for i in hit.items[:4]) + (" ..." if len(hit.items) > 4 else "")
+        if hit.penalty:
+            score -= hit.penalty
+            steps.append(f"-{hit.penalty}: {hit.rule.description} [{ids}].")
+        elif hit.rule.floor is not None:
+            steps.append(f"Floor {hit.rule.floor}: {hit.rule.description} [{ids}].")
+        elif hit.rule.cap is not None:
+            steps.append(f"Cap {hit.rule.cap}: {hit.rule.description} [{ids}].")
+    if outcome.floor is not None:
+        score = max(score, outcome.floor)
+    if outcome.cap is not None:
+        score = min(score, outcome.cap)
+    return max(lo, min(hi, score)), steps
+
+
+def draft_criterion(criterion: Criterion, submission: Submission, bundle: EvidenceBundle, rubric: Rubric) -> CriterionDraft:
+    reason = not_applicable_reason(criterion, submission)
+    if reason:
+        return not_applicable(criterion, reason)
+    outcome = evaluate_rules(criterion, bundle)
+    if not outcome.basis:
+        failures = list(bundle.failures)
+        detail = f"{INSUFFICIENT}: none of {list(criterion.basis)} was produced"
+        if failures:
+            detail += "; failed analyzers: " + ", ".join(f"{f.analyzer} ({f.error_type})" for f in failures)
+        return CriterionDraft(
+            criterion_id=criterion.id, status="unscored", reason=INSUFFICIENT, rationale=detail,
+            citations=tuple(Citation(evidence_id=f.id) for f in failures),
+        )
+    score, steps = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)
+    level = next(level.descriptor for level in criterion.levels if level.score == score)
+    rationale = " ".join(steps) + f" Level {score}: {level}"
+    cited: dict[str, Citation] = {}
+    for hit in outcome.hits:
+        for item in hit.items:
+            cited.setdefault(item.id, _cite(item))
+    for item in outcome.basis[:MAX_BASIS_CITATIONS]:
+        cited.setdefault(item.id, _cite(item))
+    flags = tuple(
+        Flag(code="analyzer_failure", message=f"{f.analyzer} failed: {f.message}", evidence_id=f.id)
+        for f in bundle.failures
+    )
+    # Confidence reflects how much of the criterion's basis the evidence covered, not the score.
+    covered = sum(any(kind_matches(k, i.kind) for i in outcome.basis) for k in criterion.basis)
+    confidence = round(0.5 + 0.5 * covered / max(1, len(criterion.basis)), 3)
+    return CriterionDraft(
+        criterion_id=criterion.id, status="scored", score=score, rationale=rationale,
+        citations=tuple(cited.values()), confidence=confidence, flags=flags,
+    )
+
+
+class RulesDrafter:
+    name = "rules"
+    version = RULES_DRAFTER_VERSION
+
+    def draft(self, submission: Submission, bundle: EvidenceBundle, rubric: Rubric) -> Draft:
+        criteria = [draft_criterion(c, submission, bundle, rubric) for c in rubric.criteria]
+        return envelope(submission, bundle, rubric, DrafterInfo(name=self.name, version=self.version), criteria)

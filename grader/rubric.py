@@ -1,0 +1,230 @@
+"""Rubrics: criteria with described 1-5 levels, applicability, citable evidence kinds and evidence rules.
+
+Rubrics are TOML files in `rubrics/`. Loading validates them against the evidence catalogue, so a
+rubric can never cite a kind no collector produces, and records a content hash for every draft.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evidence.catalog import known_kinds
+from evidence.model import Severity, kind_matches
+from grader.errors import RubricError
+
+CRITERIA_IDS = (
+    "kernel_correctness", "migration_fidelity", "tiling", "memory_hierarchy", "data_movement",
+    "performance", "numerical_correctness", "precision", "neuron_platform", "benchmarking",
+)
+RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+
+Applicability = Literal["always", "has_cuda", "has_claims", "has_reference"]
+Comparison = Literal["==", "!=", "<", "<=", ">", ">="]
+
+
+class EvidenceMatch(BaseModel):
+    """Which evidence items a rule looks at: kind (glob), and optionally severity, a metric test, a label."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    min_severity: Severity | None = None
+    metric: str | None = None
+    op: Comparison = ">"
+    value: float | None = None
+    label: str | None = None
+    equals: str | list[str] | None = None
+
+    @model_validator(mode="after")
+    def _pairs(self) -> EvidenceMatch:
+        if (self.metric is None) != (self.value is None):
+            raise ValueError("'metric' and 'value' go together")
+        if (self.label is None) != (self.equals is None):
+            raise ValueError("'label' and 'equals' go together")
+        return self
+
+
+class EvidenceRule(BaseModel):
+    """A declarative rule: when matching evidence exists, cap, floor or lower the criterion's score."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    description: str
+    when: EvidenceMatch
+    cap: int | None = None
+    floor: int | None = None
+    penalty: int | None = Field(default=None, ge=1)
+    per_item: bool = False  # penalty once per matching item (bounded by max_penalty) instead of once
+    max_penalty: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_effect(self) -> EvidenceRule:
+        if sum(x is not None for x in (self.cap, self.floor, self.penalty)) != 1:
+            raise ValueError(f"rule {self.id!r} needs exactly one of cap, floor, penalty")
+        return self
+
+
+class Level(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    score: int
+    descriptor: str
+
+
+class Criterion(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    title: str
+    description: str
+    applies_when: Applicability = "always"
+    evidence_kinds: tuple[str, ...]
+    basis: tuple[str, ...] = ()  # kinds without which the criterion is unscored ("insufficient evidence")
+    start: int = 5  # the rules drafter's score when the basis exists and no rule objects
+    levels: tuple[Level, ...]
+    rules: tuple[EvidenceRule, ...] = ()
+
+    @field_validator("levels", mode="before")
+    @classmethod
+    def _levels_from_table(cls, value: object) -> object:
+        if isinstance(value, dict):  # TOML: [criteria.levels] "1" = "..."
+            try:
+                return [{"score": int(k), "descriptor": v} for k, v in value.items()]
+            except ValueError as exc:
+                raise ValueError("level keys must be integers") from exc
+        return value
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        return tuple(sorted(level.score for level in self.levels))
+
+    def cites(self, kind: str) -> bool:
+        return any(kind_matches(p, kind) for p in self.evidence_kinds)
+
+
+class Rubric(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    version: str
+    title: str
+    description: str = ""
+    scale_min: int = 1
+    scale_max: int = 5
+    criteria: tuple[Criterion, ...]
+    content_hash: str = ""
+
+    def criterion(self, criterion_id: str) -> Criterion:
+        for c in self.criteria:
+            if c.id == criterion_id:
+                return c
+        raise KeyError(criterion_id)
+
+
+def _check_kinds(rubric: Rubric, where: str) -> None:
+    kinds = known_kinds()
+
+    def known(pattern: str) -> bool:
+        return any(kind_matches(pattern, k) for k in kinds)
+
+    for crit in rubric.criteria:
+        for pattern in (*crit.evidence_kinds, *crit.basis, *(r.when.kind for r in crit.rules)):
+            if not known(pattern):
+                raise RubricError(f"unknown evidence kind {pattern!r}", where=where, field=f"criteria.{crit.id}")
+        for rule in crit.rules:
+            if not all(crit.cites(k) for k in kinds if kind_matches(rule.when.kind, k)):
+                raise RubricError(
+                    f"rule {rule.id!r} looks at {rule.when.kind!r}, which the criterion may not cite",
+                    where=where, field=f"criteria.{crit.id}.rules",
+                )
+
+
+def _check_structure(rubric: Rubric, where: str) -> None:
+    seen: set[str] = set()
+    expected = set(range(rubric.scale_min, rubric.scale_max + 1))
+    for crit in rubric.criteria:
+        field = f"criteria.{crit.id}"
+        if crit.id in seen:
+            raise RubricError("duplicate criterion id", where=where, field=field)
+        seen.add(crit.id)
+        if set(crit.scores) != expected or len(crit.levels) != len(expected):
+            raise RubricError(
+                f"levels must describe every score {rubric.scale_min}..{rubric.scale_max} once, got {list(crit.scores)}",
+                where=where, field=field,
+            )
+        bounded = [crit.start] + [b for r in crit.rules for b in (r.cap, r.floor) if b is not None]
+        if any(not rubric.scale_min <= b <= rubric.scale_max for b in bounded):
+            raise RubricError("start, caps and floors must lie on the scale", where=where, field=field)
+
+
+def parse_rubric(text: str, *, where: str = "<rubric>", allowed_criteria: tuple[str, ...] | None = None) -> Rubric:
+    """Parse and validate rubric TOML text; raise RubricError with a one-line message."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RubricError(f"invalid TOML: {exc}", where=where) from exc
+    head = data.pop("rubric", None)
+    if not isinstance(head, dict):
+        raise RubricError("missing [rubric] table", where=where)
+    scale = head.pop("scale", {"min": 1, "max": 5})
+    payload = {**head, "scale_min": scale.get("min", 1), "scale_max": scale.get("max", 5),
+               "criteria": data.pop("criteria", [])}
+    if data:
+        raise RubricError(f"unknown top-level keys {sorted(data)}", where=where)
+    try:
+        rubric = Rubric.model_validate(payload)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise RubricError(err["msg"], where=where, field=_name_criteria(loc, payload)) from exc
+    if allowed_criteria is not None:
+        unknown = [c.id for c in rubric.criteria if c.id not in allowed_criteria]
+        if unknown:
+            raise RubricError(f"unknown criteria {unknown}; expected ids from {list(allowed_criteria)}", where=where)
+    _check_structure(rubric, where)
+    _check_kinds(rubric, where)
+    digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return rubric.model_copy(update={"content_hash": digest})
+
+
+def _name_criteria(loc: str, payload: dict) -> str:
+    """Turn 'criteria.3.levels' into 'criteria.tiling.levels' so errors name the criterion."""
+    parts = loc.split(".")
+    if len(parts) > 1 and parts[0] == "criteria" and parts[1].isdigit():
+        idx = int(parts[1])
+        crits = payload.get("criteria", [])
+        if idx < len(crits) and isinstance(crits[idx], dict) and "id" in crits[idx]:
+            parts[1] = str(crits[idx]["id"])
+    return ".".join(parts)
+
+
+def load_rubric_file(path: Path) -> Rubric:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RubricError(f"cannot read rubric: {exc.strerror}", where=str(path)) from exc
+    allowed = CRITERIA_IDS if path.parent == RUBRICS_DIR else None
+    return parse_rubric(text, where=path.name, allowed_criteria=allowed)
+
+
+def available_rubrics() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(RUBRICS_DIR.glob("*.toml"))}
+
+
+@cache
+def load_rubric(rubric_id: str = "nki-kernel-review") -> Rubric:
+    """A rubric by id (file stem in rubrics/) or by path."""
+    path = Path(rubric_id)
+    if path.suffix == ".toml" and path.exists():
+        return load_rubric_file(path)
+    found = available_rubrics().get(rubric_id)
+    if found is None:
+        raise RubricError(f"unknown rubric {rubric_id!r}; available: {sorted(available_rubrics())}")
+    return load_rubric_file(found)

@@ -1,0 +1,41 @@
+"""Runtime settings from the environment (GRADER_*). Built in the app factory or CLI, never at import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GRADER_", extra="ignore")
+
+    # Drafting. With no model configured the deterministic rules drafter is used.
+    drafter: str = "auto"  # auto | rules | llm
+    model: str | None = None  # a litellm model string, e.g. "openai/gpt-4o-mini"
+    api_base: str | None = None
+    samples: int = Field(default=1, ge=1, le=16)
+    temperature: float = 0.0
+    seed: int = 7
+    timeout_s: float = 60.0
+    max_concurrency: int = Field(default=8, ge=1)
+    budget_usd: float | None = None  # per draft
+    cache_dir: Path = Path(".grader-cache")
+    use_cache: bool = True
+
+    # Submission limits (bytes).
+    max_file_bytes: int = 256 * 1024
+    max_submission_bytes: int = 1024 * 1024
+    max_files: int = 16
+
+    # Simulation limits for the child process.
+    sim_timeout_s: float = 60.0
+    sim_memory_mb: int = 4096
+
+    rubric: str = "nki-kernel-review"
+
+    def resolved_drafter(self) -> str:
+        if self.drafter != "auto":
+            return self.drafter
+        return "llm" if self.model else "rules"

@@ -1,0 +1,186 @@
+"""Load and validate a submission: a folder with `submission.toml` (DESIGN §4) or an API upload.
+
+Every problem becomes a one-line `SubmissionError` naming the file and the field (or file:line for
+sources). Sources are parsed, never executed, here.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from evidence.submission import DISTRIBUTIONS, INPUT_DTYPES, Manifest, Submission
+from grader.errors import SubmissionError, SubmissionTooLarge
+
+MANIFEST = "submission.toml"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_file_bytes: int = 256 * 1024
+    max_submission_bytes: int = 1024 * 1024
+    max_files: int = 16
+    max_tensor_elements: int = 64 * 1024 * 1024
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Limits:
+        return cls(settings.max_file_bytes, settings.max_submission_bytes, settings.max_files)
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _pydantic_message(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "missing required key"
+    return err["msg"]
+
+
+def parse_manifest(data: dict[str, Any], where: str = MANIFEST) -> Manifest:
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SubmissionError(_pydantic_message(err), where=where, field=_field_path(err["loc"])) from exc
+    for i, spec in enumerate(manifest.inputs):
+        field = f"inputs[{i}]"
+        if spec.is_tensor:
+            if spec.dtype not in INPUT_DTYPES:
+                raise SubmissionError(f"unknown dtype {spec.dtype!r}; expected one of {', '.join(INPUT_DTYPES)}",
+                                      where=where, field=f"{field}.dtype")
+            if not spec.shape or any(d <= 0 for d in spec.shape):
+                raise SubmissionError(f"shape must be a non-empty list of positive integers, got {list(spec.shape)}",
+                                      where=where, field=f"{field}.shape")
+            if spec.distribution not in DISTRIBUTIONS:
+                raise SubmissionError(f"unknown distribution {spec.distribution!r}; expected one of {', '.join(DISTRIBUTIONS)}",
+                                      where=where, field=f"{field}.distribution")
+    if any(g <= 0 for g in manifest.kernel.grid):
+        raise SubmissionError("grid sizes must be positive", where=where, field="kernel.grid")
+    names = [s.name for s in manifest.inputs]
+    if len(set(names)) != len(names):
+        raise SubmissionError("input names must be unique", where=where, field="inputs")
+    return manifest
+
+
+def _safe_relpath(name: str, field: str) -> str:
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or ".." in path.parts or "\\" in name:
+        raise SubmissionError(f"file path {name!r} must be relative and stay inside the submission", where=MANIFEST, field=field)
+    return str(path)
+
+
+def _referenced_files(manifest: Manifest) -> dict[str, str]:
+    """relative path -> the manifest field naming it."""
+    refs = {"kernel.file": manifest.kernel.file}
+    if manifest.reference:
+        refs["reference.file"] = manifest.reference.file
+    if manifest.migration:
+        refs["migration.cuda_file"] = manifest.migration.cuda_file
+    if manifest.claims:
+        refs["claims.file"] = manifest.claims.file
+    if manifest.notes:
+        refs["notes.file"] = manifest.notes.file
+    return {_safe_relpath(path, field): field for field, path in refs.items()}
+
+
+def _check_python(source: str, file: str, entry: str, entry_field: str) -> None:
+    try:
+        tree = ast.parse(source, filename=file)
+    except SyntaxError as exc:
+        raise SubmissionError(f"Python syntax error: {exc.msg}", where=f"{file}:{exc.lineno or 1}") from exc
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    if entry not in defined:
+        raise SubmissionError(f"no top-level function {entry!r} in {file}", where=MANIFEST, field=entry_field)
+
+
+def build_submission(data: dict[str, Any], read: Callable[[str], bytes | None], limits: Limits = Limits()) -> Submission:
+    """Validate a manifest dict and read the files it names through `read` (None = missing)."""
+    manifest = parse_manifest(data)
+    refs = _referenced_files(manifest)
+    if len(refs) > limits.max_files:
+        raise SubmissionTooLarge(f"{len(refs)} files exceed the limit of {limits.max_files}", where=MANIFEST)
+    for i, spec in enumerate(manifest.inputs):
+        count = 1
+        for d in spec.shape:
+            count *= d
+        if count > limits.max_tensor_elements:
+            raise SubmissionTooLarge(f"{count} elements exceed the limit of {limits.max_tensor_elements}",
+                                     where=MANIFEST, field=f"inputs[{i}].shape")
+    files: dict[str, str] = {}
+    total = 0
+    for rel, field in refs.items():
+        raw = read(rel)
+        if raw is None:
+            raise SubmissionError(f"file {rel!r} not found", where=MANIFEST, field=field)
+        if len(raw) > limits.max_file_bytes:
+            raise SubmissionTooLarge(f"{len(raw)} bytes exceed the per-file limit of {limits.max_file_bytes}", where=rel)
+        total += len(raw)
+        if total > limits.max_submission_bytes:
+            raise SubmissionTooLarge(f"submission exceeds {limits.max_submission_bytes} bytes", where=rel)
+        try:
+            files[rel] = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SubmissionError(f"not UTF-8 text (byte {exc.start})", where=rel) from exc
+    _check_python(files[manifest.kernel.file], manifest.kernel.file, manifest.kernel.entry, "kernel.entry")
+    if manifest.reference:
+        _check_python(files[manifest.reference.file], manifest.reference.file, manifest.reference.entry, "reference.entry")
+    return Submission(manifest=manifest, files=dict(sorted(files.items())))
+
+
+def parse_manifest_text(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SubmissionError(f"invalid TOML: {exc}", where=MANIFEST) from exc
+
+
+def load_submission(folder: str | Path, limits: Limits = Limits()) -> Submission:
+    """A submission folder (or the path of its submission.toml)."""
+    root = Path(folder)
+    if root.is_file() and root.name == MANIFEST:
+        root = root.parent
+    manifest_path = root / MANIFEST
+    if not root.is_dir():
+        raise SubmissionError("not a submission folder", where=str(root))
+    if not manifest_path.is_file():
+        raise SubmissionError(f"no {MANIFEST} in the folder", where=str(root))
+    raw = manifest_path.read_bytes()
+    if len(raw) > limits.max_file_bytes:
+        raise SubmissionTooLarge("manifest too large", where=MANIFEST)
+    data = parse_manifest_text(raw.decode("utf-8", errors="replace"))
+    base = root.resolve()
+
+    def read(rel: str) -> bytes | None:
+        path = (base / rel).resolve()
+        if base not in path.parents or not path.is_file():
+            return None  # symlinks out of the folder count as missing
+        size = path.stat().st_size
+        if size > limits.max_file_bytes:  # refuse before reading a huge file into memory
+            raise SubmissionTooLarge(f"{size} bytes exceed the per-file limit of {limits.max_file_bytes}", where=rel)
+        return path.read_bytes()
+
+    return build_submission(data, read, limits)
+
+
+def submission_from_upload(manifest: dict[str, Any] | str, files: dict[str, str], limits: Limits = Limits()) -> Submission:
+    """An API upload: the manifest (TOML text or a dict) and the text of each file by relative path."""
+    data = parse_manifest_text(manifest) if isinstance(manifest, str) else manifest
+
+    def read(rel: str) -> bytes | None:
+        text = files.get(rel)
+        return None if text is None else text.encode("utf-8")
+
+    return build_submission(data, read, limits)

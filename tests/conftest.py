@@ -1,0 +1,24 @@
+"""Shared fixtures: paths to the examples and helpers to build submissions in tmp folders."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "submission.toml").is_file())
+
+
+@pytest.fixture
+def example_copy(tmp_path: Path):
+    """Copy an example into tmp_path so a test can break it without touching the repo."""
+
+    def copy(name: str) -> Path:
+        dst = tmp_path / name
+        shutil.copytree(EXAMPLES / name, dst)
+        return dst
+
+    return copy

@@ -1,0 +1,130 @@
+"""Submission loading: every malformed input is a one-line error naming file and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.errors import SubmissionError, SubmissionTooLarge
+from grader.submission import Limits, load_submission, submission_from_upload
+from tests.conftest import EXAMPLE_NAMES, EXAMPLES
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_examples_load(name):
+    sub = load_submission(EXAMPLES / name)
+    assert sub.manifest.kernel.file in sub.files
+    assert sub.content_hash.startswith("sha256:")
+
+
+def test_content_hash_is_stable_and_content_sensitive(example_copy):
+    root = example_copy("matmul-tiled")
+    first = load_submission(root).content_hash
+    assert load_submission(root).content_hash == first
+    (root / "kernel.py").write_text((root / "kernel.py").read_text() + "\n# edited\n")
+    assert load_submission(root).content_hash != first
+
+
+def _edit_manifest(root, old, new):
+    path = root / "submission.toml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def _error(root, limits=Limits()) -> SubmissionError:
+    with pytest.raises(SubmissionError) as info:
+        load_submission(root, limits)
+    message = str(info.value)
+    assert "\n" not in message
+    return info.value
+
+
+def test_malformed_toml_is_named(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, 'id = "matmul-tiled-bf16"', 'id = "matmul-tiled-bf16')
+    assert "submission.toml" in str(_error(root)) and "invalid TOML" in str(_error(root))
+
+
+def test_unknown_key(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, 'target = "trn2"', 'target = "trn2"\ncolour = "blue"')
+    assert str(_error(root)) == "submission.toml: task.colour: unknown key"
+
+
+def test_missing_key(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, 'entry = "matmul_tiled"', "")
+    assert str(_error(root)) == "submission.toml: kernel.entry: missing required key"
+
+
+def test_unknown_target(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, 'target = "trn2"', 'target = "h100"')
+    message = str(_error(root))
+    assert message.startswith("submission.toml: task.target:") and "trn1" in message
+
+
+def test_bad_dtype_names_the_input(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, 'dtype = "bfloat16"', 'dtype = "float64"')
+    message = str(_error(root))
+    assert message.startswith("submission.toml: inputs[0].dtype: unknown dtype 'float64'")
+
+
+def test_bad_shape(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, "shape = [256, 256]", "shape = [256, 0]")
+    assert "inputs[0].shape" in str(_error(root))
+
+
+def test_missing_kernel_file(example_copy):
+    root = example_copy("matmul-tiled")
+    (root / "kernel.py").unlink()
+    assert str(_error(root)) == "submission.toml: kernel.file: file 'kernel.py' not found"
+
+
+def test_kernel_syntax_error_names_file_and_line(example_copy):
+    root = example_copy("softmax-ragged-defect")
+    lines = (root / "kernel.py").read_text().splitlines()
+    lines[9] = "    rows, cols = x.shape +"
+    (root / "kernel.py").write_text("\n".join(lines) + "\n")
+    message = str(_error(root))
+    assert message.startswith("kernel.py:10: Python syntax error")
+
+
+def test_missing_entry_function(example_copy):
+    root = example_copy("softmax-ragged-defect")
+    _edit_manifest(root, 'entry = "softmax_rows"', 'entry = "softmax"')
+    assert "kernel.entry" in str(_error(root)) and "'softmax'" in str(_error(root))
+
+
+def test_oversize_file(example_copy):
+    root = example_copy("matmul-tiled")
+    (root / "kernel.py").write_text("# padding\n" * 5000)
+    err = _error(root, Limits(max_file_bytes=20_000))
+    assert isinstance(err, SubmissionTooLarge)
+    assert str(err).startswith("kernel.py:") and "per-file limit of 20000" in str(err)
+
+
+def test_path_escape_is_refused(example_copy):
+    root = example_copy("matmul-tiled")
+    _edit_manifest(root, 'file = "kernel.py"', 'file = "../../etc/passwd"')
+    assert "must be relative and stay inside the submission" in str(_error(root))
+
+
+def test_not_a_folder(tmp_path):
+    with pytest.raises(SubmissionError, match="not a submission folder"):
+        load_submission(tmp_path / "nope")
+
+
+def test_upload_matches_folder():
+    root = EXAMPLES / "rmsnorm-cuda-port"
+    folder = load_submission(root)
+    upload = submission_from_upload((root / "submission.toml").read_text(), dict(folder.files))
+    assert upload.content_hash == folder.content_hash
+
+
+def test_upload_missing_file():
+    root = EXAMPLES / "matmul-tiled"
+    with pytest.raises(SubmissionError, match="reference.file: file 'reference.py' not found"):
+        submission_from_upload((root / "submission.toml").read_text(), {"kernel.py": (root / "kernel.py").read_text()})
