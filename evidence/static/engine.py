@@ -1,0 +1,406 @@
+"""Parse once, visit once: the traversal that feeds every rule and the facts.
+
+`analyze(source, ...)` parses the file with libcst, builds one `MetadataWrapper` (positions) and
+walks it once with `Engine`. The engine keeps the semantic context (scopes and symbolic values,
+the function and loop stacks), records functions, loops, calls and assignments, and dispatches
+each rule's hooks in the same walk. Each hook call is timed per rule; an exception in a rule
+disables that rule for the file and becomes a `RuleFailure`, while the others keep reporting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from evidence.static.dialect import DialectInfo, detect
+from evidence.static.evaluate import Evaluator
+from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
+from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
+from evidence.static.shapes import Binding, Dtype, LoopVar, Tensor
+
+_KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace", "nki_jit", "kernel")
+_ITERATORS = {
+    "nl.affine_range": "affine_range", "nl.sequential_range": "sequential_range",
+    "nl.static_range": "static_range", "range": "range", "nl.dynamic_range": "sequential_range",
+}
+_NESTING = (cst.If, cst.While, cst.With, cst.Try, cst.For)
+
+
+class StaticAnalysisError(ValueError):
+    """A kernel source that cannot be analysed (e.g. a syntax error), named by file:line."""
+
+
+@dataclass
+class Analysis:
+    file: str
+    dialect: DialectInfo
+    lines: int
+    functions: list[FunctionInfo]
+    findings: list[Finding]
+    failures: list[RuleFailure]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Engine(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(
+        self, file: str, dialect: DialectInfo, rule_classes: Sequence[type[Rule]],
+        inputs: Sequence[InputBinding], entry: str | None,
+    ) -> None:
+        super().__init__()
+        self.file, self.dialect, self.inputs, self.entry = file, dialect, list(inputs), entry
+        self.module_scope: dict[str, Binding] = {k: Binding(v) for k, v in dialect.aliases.items()}
+        self.scopes: list[dict[str, Binding]] = [self.module_scope]
+        self.ev = Evaluator(self.lookup)
+        self.functions: list[FunctionInfo] = []
+        self.function_stack: list[FunctionInfo] = []
+        self.loop_stack: list[LoopInfo] = []
+        self.nesting: list[int] = [0]
+        self._inputs_bound = False
+        self._loop_ids = 0
+        self.failures: list[RuleFailure] = []
+        self.timings: dict[str, float] = {}
+        self.rules = [cls(self) for cls in rule_classes]
+        self._visit_hooks: dict[str, list] = {}
+        self._leave_hooks: dict[str, list] = {}
+        self._sem: dict[str, list] = {h: [] for h in SEMANTIC_HOOKS}
+        for rule in self.rules:
+            self.timings[rule.id] = 0.0
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self._visit_hooks.setdefault(attr[6:], []).append((rule, getattr(rule, attr)))
+                elif attr.startswith("leave_") and attr not in SEMANTIC_HOOKS:
+                    self._leave_hooks.setdefault(attr[6:], []).append((rule, getattr(rule, attr)))
+            for hook in SEMANTIC_HOOKS:
+                if getattr(type(rule), hook) is not getattr(Rule, hook):
+                    self._sem[hook].append((rule, getattr(rule, hook)))
+        self._dead: set[str] = set()
+
+    # -- context API for rules ------------------------------------------------------------
+    def lookup(self, name: str) -> Binding | None:
+        for scope in reversed(self.scopes):
+            b = scope.get(name)
+            if b is not None:
+                return b
+        return None
+
+    def value(self, node: cst.CSTNode | None) -> object:
+        return self.ev.ev(node)
+
+    def deps(self, node: cst.CSTNode | None) -> tuple[frozenset[int], frozenset[str]]:
+        return self.ev.deps_of(node)
+
+    def lines(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self.get_metadata(PositionProvider, node, None)
+        if pos is None:
+            return (1, 1)
+        return (pos.start.line, pos.end.line)
+
+    @property
+    def function(self) -> FunctionInfo | None:
+        return self.function_stack[-1] if self.function_stack else None
+
+    # -- dispatch -------------------------------------------------------------------------
+    def _run(self, rule: Rule, fn, *args: object) -> None:
+        if rule.id in self._dead:
+            return
+        t0 = time.perf_counter()
+        try:
+            fn(*args)
+        except Exception as exc:  # a rule crash is a value; the other rules keep going
+            self._dead.add(rule.id)
+            line = None
+            node = args[0] if args else None
+            if isinstance(node, cst.CSTNode):
+                line = self.lines(node)[0]
+            elif hasattr(node, "start"):
+                line = node.start  # type: ignore[union-attr]
+            msg = (str(exc).splitlines() or [""])[0][:300]
+            self.failures.append(RuleFailure(rule.id, type(exc).__name__, msg, line))
+        finally:
+            self.timings[rule.id] += time.perf_counter() - t0
+
+    def _emit(self, hook: str, obj: object) -> None:
+        for rule, fn in self._sem[hook]:
+            self._run(rule, fn, obj)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        tname = type(node).__name__
+        own = getattr(self, "visit_" + tname, None)
+        descend = own(node) if own is not None else True
+        hooks = self._visit_hooks.get(tname)
+        if hooks:
+            for rule, fn in hooks:
+                self._run(rule, fn, node)
+        return descend is not False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        tname = type(original_node).__name__
+        hooks = self._leave_hooks.get(tname)
+        if hooks:
+            for rule, fn in hooks:
+                self._run(rule, fn, original_node)
+        own = getattr(self, "leave_" + tname, None)
+        if own is not None:
+            own(original_node)
+
+    # -- functions ------------------------------------------------------------------------
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        return False
+
+    def visit_Parameters(self, node: cst.Parameters) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        decorator = ""
+        for d in node.decorators:
+            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            name = self.ev.api_name(expr) or ""
+            if name.rsplit(".", 1)[-1] in _KERNEL_DECORATORS:
+                decorator = name
+        start, end = self.lines(node)
+        params = [p for p in node.params.params] + [p for p in node.params.kwonly_params]
+        mutable = frozenset(
+            p.name.value for p in params
+            if p.annotation is not None and "mutable" in (self.ev.api_name(_ann_base(p.annotation.annotation)) or "")
+        )
+        fn = FunctionInfo(node.name.value, node, bool(decorator), decorator, start, end,
+                          tuple(p.name.value for p in params), mutable)
+        self.scopes[-1][fn.name] = Binding(None)
+        self.functions.append(fn)
+        self.function_stack.append(fn)
+        scope: dict[str, Binding] = {}
+        self._bind_params(fn, params, scope)
+        self.scopes.append(scope)
+        self.nesting.append(0)
+        self._saved_loops = getattr(self, "_saved_loops", [])
+        self._saved_loops.append(self.loop_stack)
+        self.loop_stack = []
+        return True
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        fn = self.function_stack.pop()
+        self._emit("leave_function", fn)
+        self.scopes.pop()
+        self.nesting.pop()
+        self.loop_stack = self._saved_loops.pop()
+
+    def _bind_params(self, fn: FunctionInfo, params: list[cst.Param], scope: dict[str, Binding]) -> None:
+        use_inputs = fn.is_kernel and not self._inputs_bound and (self.entry is None or self.entry == fn.name)
+        by_name = {i.name: i for i in self.inputs}
+        match_by_name = bool(by_name.keys() & {q.name.value for q in params})
+        for i, p in enumerate(params):
+            name = p.name.value
+            spec = None
+            if use_inputs:
+                if match_by_name:
+                    spec = by_name.get(name)
+                elif i < len(self.inputs):
+                    spec = self.inputs[i]
+            if spec is not None and spec.value is not None:
+                scope[name] = Binding(spec.value)
+            elif spec is not None:
+                scope[name] = Binding(Tensor(tuple(spec.shape), spec.dtype, "hbm", "input", name, 0, name in fn.mutable_params))
+            elif fn.is_kernel:
+                scope[name] = Binding(Tensor(None, None, "hbm", "input", name, 0, name in fn.mutable_params))
+            else:
+                scope[name] = Binding(None, names=frozenset({name}))
+        if use_inputs:
+            self._inputs_bound = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and self.function_stack:
+            self.function_stack[-1].returns_value = True
+
+    # -- loops and nesting ----------------------------------------------------------------
+    def visit_For(self, node: cst.For) -> None:
+        it = node.iter
+        kind, trip, trip_expr = "other", None, None
+        if isinstance(it, cst.Call):
+            name = self.ev.api_name(it.func) or ""
+            kind = _ITERATORS.get(name, "other")
+            if kind != "other":
+                args = [self.value(a.value) for a in it.args if a.keyword is None]
+                trip_expr = it.args[0].value if len(it.args) == 1 else (it.args[1].value if len(it.args) > 1 else None)
+                trip = _trip(args)
+        else:
+            self.value(it)
+        self._loop_ids += 1
+        start, end = self.lines(node)
+        parent = self.loop_stack[-1] if self.loop_stack else None
+        loop = LoopInfo(self._loop_ids, kind, trip, _target_names(node.target), len(self.loop_stack) + 1,
+                        start, end, node, self.function, parent, trip_expr)
+        for v in loop.vars:
+            self.scopes[-1][v] = Binding(LoopVar(loop.id, trip), frozenset({loop.id}), frozenset({v}),
+                                         tuple(x.id for x in self.loop_stack) + (loop.id,))
+        self.loop_stack.append(loop)
+        if self.function is not None:
+            self.function.loops.append(loop)
+        self.nesting[-1] += 1
+        self._emit("enter_loop", loop)
+
+    def leave_For(self, node: cst.For) -> None:
+        loop = self.loop_stack.pop()
+        self.nesting[-1] -= 1
+        self._emit("leave_loop", loop)
+
+    def _nest(self, node: cst.CSTNode) -> None:
+        self.nesting[-1] += 1
+
+    def _unnest(self, node: cst.CSTNode) -> None:
+        self.nesting[-1] -= 1
+
+    visit_If = visit_While = visit_With = visit_Try = _nest
+    leave_If = leave_While = leave_With = leave_Try = _unnest
+
+    # -- assignments ----------------------------------------------------------------------
+    def _loop_ids_now(self) -> tuple[int, ...]:
+        return tuple(x.id for x in self.loop_stack)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = self.value(node.value)
+        deps, names = self.ev.deps_of(node.value)
+        for t in node.targets:
+            self._assign(node, t.target, node.value, value, deps, names, "bind", None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            value = self.value(node.value)
+            deps, names = self.ev.deps_of(node.value)
+            self._assign(node, node.target, node.value, value, deps, names, "bind", None)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        value = self.value(node.value)
+        deps, names = self.ev.deps_of(node.value)
+        op = type(node.operator).__name__
+        self._assign(node, node.target, node.value, value, deps, names, "aug", op)
+
+    def _assign(self, stmt, target, value_node, value, deps, names, kind, op) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            vals = value if isinstance(value, tuple) and len(value) == len(target.elements) else (None,) * len(target.elements)
+            for el, v in zip(target.elements, vals):
+                self._assign(stmt, el.value, value_node, v, deps, names, kind, op)
+            return
+        sub = isinstance(target, cst.Subscript)
+        root = _root_name(target)
+        prior = self.lookup(root) if root else None
+        index_deps: frozenset[int] = frozenset()
+        if sub:
+            for el in target.slice:  # type: ignore[union-attr]
+                index_deps |= self.ev.deps_of(el.slice)[0]
+            index_deps |= self.ev.deps_of(target.value)[0]  # type: ignore[union-attr]
+            kind = "store" if kind == "bind" else kind
+        start, end = self.lines(stmt)
+        info = AssignInfo(
+            stmt, kind, root, value_node, value, deps, names, index_deps, sub, op, start, end,
+            tuple(self.loop_stack), self.function, prior.value if prior else None,
+            prior.def_loops if prior else None,
+        )
+        if isinstance(target, cst.Name):
+            if kind == "aug" and prior is not None:
+                new_val = prior.value
+                deps = deps | prior.deps
+            else:
+                new_val = value
+            self.scopes[-1][target.value] = Binding(new_val, deps, names, self._loop_ids_now(), value_node)
+        if self.function is not None:
+            self.function.assigns.append(info)
+        for loop in self.loop_stack:
+            loop.assigns.append(info)
+        self._emit("on_assign", info)
+
+    # -- calls ----------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ev.api_name(node.func)
+        if name is None or not name.startswith(("nl.", "nisa.", "nki.", "ncc.")):
+            return
+        value = self.value(node)
+        deps, names = self.ev.deps_of(node)
+        start, end = self.lines(node)
+        info = CallInfo(node, name, value, start, end, tuple(self.loop_stack), self.function, deps, names,
+                        self.nesting[-1])
+        fn = self.function
+        if fn is not None:
+            fn.calls.append(info)
+            if info.has_kw("mask"):
+                fn.uses_mask = True
+        for loop in self.loop_stack:
+            loop.calls.append(info)
+        self._emit("on_call", info)
+
+
+def _ann_base(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.value if isinstance(node, cst.Subscript) else node
+
+
+def _root_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, (cst.Subscript, cst.Attribute)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _target_names(node: cst.BaseExpression) -> tuple[str, ...]:
+    if isinstance(node, cst.Name):
+        return (node.value,)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return tuple(n for el in node.elements for n in _target_names(el.value))
+    return ()
+
+
+def _trip(args: list[object]) -> int | None:
+    if not args or not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return None
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    if step == 0:
+        return None
+    return max(0, -(-(stop - start) // step)) if step > 0 else max(0, -(-(start - stop) // -step))
+
+
+def parse(source: str, file: str) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise StaticAnalysisError(f"{file}:{exc.raw_line}: syntax error: {exc.message}") from exc
+
+
+def analyze(
+    source: str,
+    *,
+    file: str = "kernel.py",
+    inputs: Iterable[InputBinding] = (),
+    entry: str | None = None,
+    rules: Sequence[type[Rule]] | None = None,
+    module: cst.Module | None = None,
+) -> Analysis:
+    """Run the facts pass and every rule that judges this file's dialect, in one traversal."""
+    module = module if module is not None else parse(source, file)
+    dialect = detect(module)
+    active = rules_for(dialect.dialect, tuple(rules) if rules is not None else None)
+    engine = Engine(file, dialect, active, list(inputs), entry)
+    MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
+    findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
+    findings.sort(key=lambda f: (f.start, f.rule))
+    return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings)
+
+
+def bindings_from(inputs: Iterable[object]) -> list[InputBinding]:
+    """InputBindings from `InputSpec`s or from an examples dict {name: (shape, dtype) | value}."""
+    out: list[InputBinding] = []
+    if isinstance(inputs, dict):
+        for name, spec in inputs.items():
+            if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], tuple):
+                out.append(InputBinding(name, tuple(spec[0]), spec[1]))
+            else:
+                out.append(InputBinding(name, value=spec))  # type: ignore[arg-type]
+        return out
+    for spec in inputs:
+        out.append(InputBinding(spec.name, tuple(spec.shape), spec.dtype, spec.value))  # type: ignore[attr-defined]
+    return out
+
+
+__all__ = ["Analysis", "Dtype", "Engine", "StaticAnalysisError", "analyze", "bindings_from", "parse"]

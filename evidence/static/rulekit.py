@@ -1,0 +1,77 @@
+"""Small helpers shared by rules: tensor arguments, loop invariance, formatting."""
+
+from __future__ import annotations
+
+from evidence.static.model import CallInfo, LoopInfo
+from evidence.static.shapes import Tensor
+
+P_MAX = 128
+PSUM_BANK_BYTES = 2048
+MOVING_FMAX = 512
+STATIONARY_FMAX = 128
+ELEMENTWISE = frozenset({
+    "nl.exp", "nl.log", "nl.tanh", "nl.sigmoid", "nl.relu", "nl.gelu", "nl.silu", "nl.add", "nl.subtract",
+    "nl.multiply", "nl.divide", "nl.maximum", "nl.minimum", "nl.sqrt", "nl.rsqrt", "nl.square",
+    "nl.negative", "nl.abs", "nl.reciprocal", "nl.copy", "nisa.activation", "nisa.tensor_tensor",
+    "nisa.tensor_scalar", "nisa.tensor_copy", "nl.where", "nl.erf", "nl.softplus", "nl.mish",
+})
+ACTIVATIONS = frozenset({
+    "nl.exp", "nl.log", "nl.tanh", "nl.sigmoid", "nl.relu", "nl.gelu", "nl.silu", "nl.erf", "nl.softplus",
+    "nl.mish", "nl.sqrt", "nl.rsqrt", "nl.gelu_apprx_tanh", "nl.square",
+})
+DMA_CALLS = frozenset({"nl.load", "nl.store", "nl.load_transpose2d", "nisa.dma_copy"})
+
+
+def tensor_arg(ctx, call: CallInfo, index: int | None, keyword: str | None = None) -> Tensor | None:
+    v = ctx.value(call.arg(index, keyword))
+    return v if isinstance(v, Tensor) else None
+
+
+def invariant_loops(deps: frozenset[int], loops: tuple[LoopInfo, ...]) -> list[LoopInfo]:
+    """Enclosing loops, innermost first, that `deps` does not depend on (stops at the first it does)."""
+    out = []
+    for loop in reversed(loops):
+        if loop.id in deps:
+            break
+        out.append(loop)
+    return out
+
+
+def shape_text(t: Tensor | None) -> str:
+    if t is None or t.shape is None:
+        return "[?]"
+    return "[" + ", ".join("?" if d is None else str(d) for d in t.shape) + "]"
+
+
+def store_target(ctx, call: CallInfo):
+    """(destination node, value node) of nl.store / nisa.dma_copy / nl.atomic_rmw."""
+    if call.name == "nisa.dma_copy":
+        dst = call.arg(None, "dst")
+        if dst is None and ctx.dialect.dialect == "standalone":
+            dst = call.arg(0)
+        return dst, call.arg(None, "src") or call.arg(1)
+    return call.arg(0, "dst"), call.arg(1, "value")
+
+
+def matmul_operands(ctx, call: CallInfo):
+    """(stationary, moving, K_stationary, M, K_moving, N) of a matmul call; None entries if unknown."""
+    if call.name == "nisa.nc_matmul":
+        s, m = tensor_arg(ctx, call, 0, "stationary"), tensor_arg(ctx, call, 1, "moving")
+        ks = s.shape[0] if s and s.shape else None
+        mm = s.shape[-1] if s and s.shape and len(s.shape) > 1 else None
+    else:
+        s, m = tensor_arg(ctx, call, 0, "x"), tensor_arg(ctx, call, 1, "y")
+        tx = _is_true(call.arg(None, "transpose_x"))
+        if s and s.shape and len(s.shape) >= 2:
+            ks, mm = (s.shape[0], s.shape[-1]) if tx else (s.shape[-1], s.shape[0])
+        else:
+            ks = mm = None
+    km = m.shape[0] if m and m.shape else None
+    n = m.shape[-1] if m and m.shape and len(m.shape) > 1 else None
+    return s, m, ks, mm, km, n
+
+
+def _is_true(node) -> bool:
+    import libcst as cst
+
+    return isinstance(node, cst.Name) and node.value == "True"

@@ -1,0 +1,68 @@
+"""psum-over-bank: a PSUM tile larger than one 2 KiB bank per partition."""
+
+from __future__ import annotations
+
+from evidence.model import Severity
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
+from evidence.static.model import CallInfo
+from evidence.static.rulekit import PSUM_BANK_BYTES, shape_text
+from evidence.static.shapes import ALLOC_CALLS
+
+
+class PsumOverBank(Rule):
+    """Flags PSUM allocations whose free size per partition exceeds one 2 KiB bank.
+
+    PSUM has 8 banks of 2 KiB per partition (512 fp32); a PSUM tile, and every matmul output,
+    must fit in one bank (TC#2). Larger tiles are rejected, or under direct allocation collide
+    with other accumulation groups.
+
+    Fix: split the free axis into chunks of nl.tile_size.psum_fmax (512 fp32) and accumulate
+    each chunk in its own PSUM tile, or use leading block dimensions before par_dim.
+    """
+
+    id = "psum-over-bank"
+    criteria = ("kernel_correctness", "memory_hierarchy", "tiling")
+    severity = Severity.critical
+    dialects = (BETA, STANDALONE)
+    performance = False
+    VALID = [
+        "acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)\n",
+        "acc = nl.zeros((128, 1024), nl.bfloat16, buffer=nl.psum)\n",
+        "acc = nl.zeros((4, nl.par_dim(128), 512), nl.float32, buffer=nl.psum)\n",
+    ]
+    INVALID = [
+        Invalid("acc = nl.zeros((128, 1024), nl.float32, buffer=nl.psum)\n", line=1),
+        "acc = nl.ndarray((128, 2, 512), dtype=nl.float32, buffer=nl.psum)\n",
+    ]
+
+    def on_call(self, call: CallInfo) -> None:
+        if call.name not in ALLOC_CALLS:
+            return
+        t = call.tensor
+        if t is None or t.buffer != "psum" or t.shape is None:
+            return
+        # Dimensions before an explicit par_dim are block dimensions: one bank-sized tile each.
+        pdim = _par_dim_index(call)
+        rest = t.shape[pdim + 1:]
+        if any(d is None for d in rest) or t.itemsize is None:
+            return
+        free = t.itemsize
+        for d in rest:
+            free *= d  # type: ignore[operator]
+        if free > PSUM_BANK_BYTES:
+            self.report(call.node, f"PSUM tile {shape_text(t)} {t.dtype} needs {free} B per partition; one bank holds 2048 B",
+                        metrics={"free_bytes_per_partition": free, "bank_bytes": PSUM_BANK_BYTES})
+
+
+def _par_dim_index(call: CallInfo) -> int:
+    import libcst as cst
+
+    shape = call.arg(0, "shape")
+    if isinstance(shape, (cst.Tuple, cst.List)):
+        for i, el in enumerate(shape.elements):
+            v = el.value
+            if isinstance(v, cst.Call) and isinstance(v.func, (cst.Attribute, cst.Name)):
+                fname = v.func.attr.value if isinstance(v.func, cst.Attribute) else v.func.value
+                if fname == "par_dim":
+                    return i
+    return 0
