@@ -1,0 +1,93 @@
+"""The rules drafter: scores follow the rubric's evidence rules, cite what they used, never invent."""
+
+from __future__ import annotations
+
+from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, Location, Severity
+from evidence.submission import Manifest, Submission
+from grader.drafting.rules import RulesDrafter
+from grader.rubric import load_rubric
+
+KERNEL = "import neuronxcc.nki as nki\n\n@nki.jit\ndef k(x):\n    return x\n"
+
+
+def submission(**extra) -> Submission:
+    manifest = {"task": {"id": "t", "title": "T"}, "kernel": {"file": "kernel.py", "entry": "k"},
+                "inputs": [{"name": "x", "shape": [128, 128]}], "reference": {"file": "ref.py", "entry": "r"}, **extra}
+    files = {"kernel.py": KERNEL, "ref.py": "def r(x):\n    return x\n"}
+    if "migration" in extra:
+        files["k.cu"] = "__global__ void k() {}\n"
+    return Submission(manifest=Manifest.model_validate(manifest), files=files)
+
+
+def item(id_, kind, severity="info", metrics=None, labels=None, line=None) -> EvidenceItem:
+    loc = Location(file="kernel.py", start_line=line, end_line=line) if line else None
+    return EvidenceItem(id=id_, kind=kind, analyzer="test@1", severity=Severity(severity), title=id_,
+                        location=loc, metrics=metrics or {}, labels=labels or {})
+
+
+def bundle(*items, failures=()) -> EvidenceBundle:
+    return EvidenceBundle(submission_hash="sha256:x", items=tuple(items), failures=tuple(failures))
+
+
+def draft(b, sub=None):
+    return RulesDrafter().draft(sub or submission(), b, load_rubric())
+
+
+MATCHING = item("sim.output:0", "sim.output", metrics={"matches": 1.0, "mismatch_fraction": 0.0, "nan_count": 0.0})
+KERNEL_FACT = item("nki.kernel:k", "nki.kernel", line=4)
+
+
+def test_no_evidence_means_unscored_never_a_middle_score():
+    d = draft(bundle())
+    for c in d.criteria:
+        assert c.status in ("unscored", "not_applicable"), c.criterion_id
+        assert c.score is None
+    assert d.criterion("kernel_correctness").reason == "insufficient evidence"
+
+
+def test_not_applicable_without_cuda_or_claims():
+    d = draft(bundle(MATCHING, KERNEL_FACT))
+    assert d.criterion("migration_fidelity").status == "not_applicable"
+    assert "no CUDA source" in d.criterion("migration_fidelity").reason
+    assert d.criterion("benchmarking").status == "not_applicable"
+
+
+def test_clean_evidence_scores_the_start_and_cites_the_basis():
+    c = draft(bundle(MATCHING, KERNEL_FACT)).criterion("kernel_correctness")
+    assert (c.status, c.score) == ("scored", 5)
+    assert [x.evidence_id for x in c.citations] == ["sim.output:0"]
+
+
+def test_mismatch_caps_correctness_at_2_and_cites_it():
+    bad = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.05, "nan_count": 0.0})
+    c = draft(bundle(bad, KERNEL_FACT)).criterion("kernel_correctness")
+    assert c.score == 2
+    assert "sim.output:0" in {x.evidence_id for x in c.citations}
+    assert "Cap 2" in c.rationale
+
+
+def test_gross_mismatch_caps_at_1():
+    bad = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "nan_count": 0.0})
+    assert draft(bundle(bad, KERNEL_FACT)).criterion("kernel_correctness").score == 1
+
+
+def test_penalties_accumulate_up_to_their_bound_and_cite_locations():
+    loads = [item(f"nki.hoistable-load:kernel.py:{n}", "nki.hoistable-load", "medium", line=n) for n in (10, 11, 12)]
+    trace = item("sim.trace", "sim.trace", metrics={"redundant_read_fraction": 0.0})
+    c = draft(bundle(MATCHING, KERNEL_FACT, trace, *loads)).criterion("memory_hierarchy")
+    assert c.score == 3  # 5 - min(3 findings x 1, max 2)
+    cited = {x.evidence_id: x for x in c.citations}
+    assert cited["nki.hoistable-load:kernel.py:11"].start_line == 11
+
+
+def test_analyzer_failures_are_flagged():
+    failure = AnalyzerFailure(id="failure:nki-simulator", analyzer="nki-simulator@1", error_type="TimeoutError", message="slow")
+    d = draft(bundle(KERNEL_FACT, failures=[failure]))
+    c = d.criterion("kernel_correctness")
+    assert c.status == "unscored" and "nki-simulator@1 (TimeoutError)" in c.rationale
+    assert any(f.code == "analyzer_failure" for f in d.criterion("tiling").flags)
+
+
+def test_same_input_gives_byte_identical_json():
+    b = bundle(MATCHING, KERNEL_FACT)
+    assert draft(b).model_dump_json() == draft(b).model_dump_json()
