@@ -1,0 +1,44 @@
+"""Element-wise y = a * b + c ported from a CUDA kernel one row (thread block) at a time.
+
+Each loop iteration handles a single row as a [1, cols] tile, mirroring "one CUDA
+block per row": every instruction uses 1 of 128 partitions, so VectorE runs at 1/128
+of its lane width and every DMA moves a single partition.  Partner:
+``elementwise_threads_opt.py``.
+"""
+import numpy as np
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+KERNEL = "fma_rows_kernel"
+REFERENCE = "fma_ref"
+EXPECTED_FINDINGS = ["nki.thread-emulation", "nki.underused-partitions"]
+
+
+@nki.jit
+def fma_rows_kernel(a, b, c):
+    rows, cols = a.shape
+    out = nl.ndarray((rows, cols), dtype=a.dtype, buffer=nl.shared_hbm)
+    for r in nl.affine_range(rows):
+        a_row = nl.load(a[r:r + 1, :])
+        b_row = nl.load(b[r:r + 1, :])
+        c_row = nl.load(c[r:r + 1, :])
+        prod = nl.multiply(a_row, b_row)
+        nl.store(out[r:r + 1, :], value=nl.add(prod, c_row))
+    return out
+
+
+def fma_ref(a, b, c):
+    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
+
+
+CASES = [
+    {
+        "name": "fp32_256x512",
+        "inputs": [
+            {"name": "a", "shape": [256, 512], "dtype": "float32"},
+            {"name": "b", "shape": [256, 512], "dtype": "float32"},
+            {"name": "c", "shape": [256, 512], "dtype": "float32"},
+        ],
+    },
+]
