@@ -27,6 +27,14 @@ a tuple in the kernel's output order.
 
 Pairs (``pairs/<topic>_naive.py`` / ``pairs/<topic>_opt.py``) additionally carry
 ``EXPECTED_FINDINGS``: the static rule ids the file should trigger (empty for ``_opt``).
+The CUDA ports in ``cuda/`` name their source in ``CUDA_SOURCE`` / ``CUDA_ENTRY``.
+
+``tests/corpus`` is not a package; import this file by path and register it in
+``sys.modules`` before executing it (its dataclasses need that)::
+
+    spec = importlib.util.spec_from_file_location("nki_corpus_loader", path)
+    loader = sys.modules.setdefault("nki_corpus_loader", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(loader)
 """
 from __future__ import annotations
 
