@@ -73,20 +73,29 @@ class TextSpan:
 
 
 def find_injections(span: TextSpan) -> list[tuple[str, int, int, str]]:
-    """(pattern name, start line, end line, excerpt) for every match in the span, one per start line."""
-    found: dict[int, tuple[str, int, int, str]] = {}
+    """(pattern names, first line, last line, excerpt) per injection; matches on adjacent lines merge."""
+    hits: list[tuple[int, int, str]] = []
+    text = span.text
     for name, rx in PATTERNS:
-        flags_text = span.text
-        for m in rx.finditer(flags_text):
-            first = span.start_line + flags_text.count("\n", 0, m.start())
-            last = span.start_line + flags_text.count("\n", 0, m.end())
-            if first in found:
-                continue
-            line_start = flags_text.rfind("\n", 0, m.start()) + 1
-            line_end = flags_text.find("\n", m.end())
-            excerpt = " ".join(flags_text[line_start: line_end if line_end != -1 else None].split())
-            found[first] = (name, first, last, excerpt[:EXCERPT_CHARS])
-    return [found[k] for k in sorted(found)]
+        for m in rx.finditer(text):
+            first = span.start_line + text.count("\n", 0, m.start())
+            last = span.start_line + text.count("\n", 0, m.end())
+            hits.append((first, last, name))
+    merged: list[list] = []
+    for first, last, name in sorted(hits):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+            if name not in merged[-1][2]:
+                merged[-1][2].append(name)
+        else:
+            merged.append([first, last, [name]])
+    lines = text.split("\n")
+    out = []
+    for first, last, names in merged:
+        chunk = lines[first - span.start_line: last - span.start_line + 1]
+        excerpt = " ".join(" ".join(chunk).split())[:EXCERPT_CHARS]
+        out.append(("+".join(sorted(names)), first, last, excerpt))
+    return out
 
 
 def _docstring_lines(source: str) -> set[int]:
