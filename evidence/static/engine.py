@@ -191,9 +191,14 @@ class Engine(cst.CSTVisitor):
         self.loop_stack = self._saved_loops.pop()
 
     def _bind_params(self, fn: FunctionInfo, params: list[cst.Param], scope: dict[str, Binding]) -> None:
-        use_inputs = fn.is_kernel and not self._inputs_bound and (self.entry is None or self.entry == fn.name)
         by_name = {i.name: i for i in self.inputs}
         match_by_name = bool(by_name.keys() & {q.name.value for q in params})
+        if self._inputs_bound or len(self.function_stack) > 1:
+            use_inputs = False
+        elif self.entry is not None:
+            use_inputs = self.entry == fn.name
+        else:
+            use_inputs = fn.is_kernel or match_by_name
         for i, p in enumerate(params):
             name = p.name.value
             spec = None

@@ -15,7 +15,7 @@ import libcst as cst
 
 from evidence.static.shapes import (
     _DTYPE_ALIASES, ALLOC_CALLS, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, TILE_SIZE, Binding, Dtype,
-    Index, LoopVar, Tensor, as_shape, broadcast, canonical_module, promote, promote_scalar,
+    Index, LoopVar, ParDim, Tensor, as_shape, broadcast, canonical_module, promote, promote_scalar,
 )
 
 _BINOPS: dict[type, Callable] = {
@@ -196,10 +196,14 @@ class Evaluator:
         return None
 
     def _slice_tensor(self, t: Tensor, elems: tuple) -> Tensor:
+        """Shape of `t[...]`: slices keep their extent, integer positions drop their axis
+        (numpy rules; a result under rank 2 is padded with leading 1s, as a tile row)."""
         dims: list[int | None] = []
         src = list(t.shape) if t.shape is not None else None
         pos = 0
-        for e in elems:
+        pdim = t.pdim
+        dropped = 0
+        for n_el, e in enumerate(elems):
             s = e.slice
             full = src[pos] if src is not None and pos < len(src) else None
             if isinstance(s, cst.Slice):
@@ -210,14 +214,14 @@ class Evaluator:
                     dims.append(None)
                 elif isinstance(lo, int) and isinstance(hi, int) and isinstance(step, int) and step > 0:
                     dims.append(max(0, -(-(hi - lo) // step)))
-                elif s.lower is not None and s.upper is not None:
+                elif s.lower is not None and s.upper is not None and step == 1:
                     dims.append(_span(self, s.lower, s.upper))
                 else:
                     dims.append(None)
                 pos += 1
             elif isinstance(s, cst.Index) and isinstance(s.value, cst.Ellipsis):
                 if src is not None:
-                    rest = len(src) - pos - (len(elems) - elems.index(e) - 1)
+                    rest = len(src) - pos - (len(elems) - n_el - 1)
                     dims.extend(src[pos:pos + rest])
                     pos += rest
             else:
@@ -229,12 +233,16 @@ class Evaluator:
                 elif self._is_ds(s.value):
                     size = self.ev(s.value.args[1].value) if len(s.value.args) > 1 else None  # type: ignore[attr-defined]
                     dims.append(size if isinstance(size, int) else None)
-                else:
-                    dims.append(1)  # an integer position: a size-1 extent (kept, as a tile row)
+                else:  # an integer position drops its axis
+                    if pos < pdim:
+                        dropped += 1
                 pos += 1
         if src is not None:
             dims.extend(src[pos:])
-        return Tensor(tuple(dims), t.dtype, t.buffer, "view", t.name, 0, t.mutable)
+        if len(dims) < 2 and (src is None or len(src) >= 2):
+            dims = [1] * (2 - len(dims)) + dims
+        new_pdim = max(0, pdim - dropped) if len(dims) > pdim - dropped else 0
+        return Tensor(tuple(dims), t.dtype, t.buffer, "view", t.name, new_pdim, t.mutable)
 
     def _is_ds(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and self.api_name(node.func) in ("nl.ds", "nki.language.ds")
@@ -269,7 +277,7 @@ class Evaluator:
                 return Index(pos[1] - pos[0])
             return Index(None)
         if name == "nl.par_dim":
-            return pos[0] if pos else None
+            return ParDim(pos[0]) if pos and isinstance(pos[0], int) else None
         if name.startswith(_PASSTHROUGH_PREFIX):
             return api_result(name, pos, kw, node)
         return None
@@ -334,13 +342,14 @@ def _alloc(name: str, pos: list, kw: dict) -> Tensor:
     dtype = _dtype(kw.get("dtype", pos[dpos] if len(pos) > dpos else None))
     if dtype is None:
         dtype = like.dtype if like is not None else ("float32" if name in ("nl.zeros", "nl.ones", "nl.rand") else None)
+    pdim = next((i for i, d in enumerate(shape or ()) if isinstance(d, ParDim)), 0)
     buf = kw.get("buffer")
     buffer = buf.rsplit(".", 1)[-1] if isinstance(buf, str) else ("sbuf" if "buffer" not in kw else None)
     if buffer and buffer.endswith(")"):
         buffer = None
     if buffer and buffer.startswith("auto_alloc"):
         buffer = None
-    return Tensor(shape, dtype, buffer, "alloc")
+    return Tensor(shape, dtype, buffer, "alloc", None, pdim)
 
 
 def api_result(name: str, pos: list, kw: dict, node: cst.Call | None = None) -> object:

@@ -54,6 +54,10 @@ def canonical_module(dotted: str) -> str:
     return dotted
 
 
+class ParDim(int):
+    """An extent marked with `nl.par_dim(n)`: the partition axis of an allocation."""
+
+
 @dataclass(frozen=True, slots=True)
 class Dtype:
     name: str

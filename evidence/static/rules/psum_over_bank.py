@@ -42,7 +42,7 @@ class PsumOverBank(Rule):
         if t is None or t.buffer != "psum" or t.shape is None:
             return
         # Dimensions before an explicit par_dim are block dimensions: one bank-sized tile each.
-        pdim = _par_dim_index(call)
+        pdim = t.pdim
         rest = t.shape[pdim + 1:]
         if any(d is None for d in rest) or t.itemsize is None:
             return
@@ -53,16 +53,3 @@ class PsumOverBank(Rule):
             self.report(call.node, f"PSUM tile {shape_text(t)} {t.dtype} needs {free} B per partition; one bank holds 2048 B",
                         metrics={"free_bytes_per_partition": free, "bank_bytes": PSUM_BANK_BYTES})
 
-
-def _par_dim_index(call: CallInfo) -> int:
-    import libcst as cst
-
-    shape = call.arg(0, "shape")
-    if isinstance(shape, (cst.Tuple, cst.List)):
-        for i, el in enumerate(shape.elements):
-            v = el.value
-            if isinstance(v, cst.Call) and isinstance(v.func, (cst.Attribute, cst.Name)):
-                fname = v.func.attr.value if isinstance(v.func, cst.Attribute) else v.func.value
-                if fname == "par_dim":
-                    return i
-    return 0

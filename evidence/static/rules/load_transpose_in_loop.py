@@ -1,0 +1,41 @@
+"""load-transpose-in-loop: DMA transposes repeated inside a loop."""
+
+from __future__ import annotations
+
+import math
+
+from evidence.model import Severity
+from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.model import CallInfo
+
+_HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+
+
+class LoadTransposeInLoop(Rule):
+    """Flags `nl.load_transpose2d` / `nisa.dma_transpose` calls inside loops.
+
+    A DMA transpose moves data element by element: on Trn1 it is much slower than a plain load
+    and even on Trn2 it reaches at most 90% (HBM->SBUF) or 50% (SBUF->SBUF) of DMA throughput.
+    Inside a loop of a memory-bound kernel it becomes the bottleneck (REFERENCE §5.2, §5.3 rule 10).
+
+    Fix: choose the HBM layout so no transpose is needed, or load normally and transpose on the
+    otherwise idle TensorE with `nisa.nc_transpose`.
+    """
+
+    id = "load-transpose-in-loop"
+    criteria = ("data_movement", "performance")
+    severity = Severity.medium
+    VALID = [
+        _HEAD + "t = nl.load_transpose2d(a)\nfor i in nl.affine_range(4):\n    x = nl.load(b)\n",
+    ]
+    INVALID = [
+        Invalid(_HEAD + "for i in nl.affine_range(4):\n    t = nl.load_transpose2d(a[i * 128:(i + 1) * 128, :])\n", line=4),
+    ]
+
+    def on_call(self, call: CallInfo) -> None:
+        if call.name not in ("nl.load_transpose2d", "nisa.dma_transpose") or not call.loops:
+            return
+        trips = math.prod(lp.trip or 1 for lp in call.loops)
+        t = call.tensor
+        self.report(call.node, f"{call.name} inside a loop (line {call.loops[-1].start}) runs {trips}x as a DMA transpose",
+                    metrics={"trip_count": trips, "bytes_per_call": t.total_bytes if t else None})

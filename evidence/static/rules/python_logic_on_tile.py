@@ -1,0 +1,74 @@
+"""python-logic-on-tile: Python `and`/`or`/`not`/`if` applied to tiles."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from evidence.model import Severity
+from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.shapes import Tensor
+
+_HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+
+
+class PythonLogicOnTile(Rule):
+    """Flags Python boolean logic on tiles: `and`/`or`/`not`, or an `if`/`while`/conditional
+    expression whose test is a tile or a comparison of tiles.
+
+    NKI traces the kernel in Python; a tile has no truth value at trace time
+    (err_ambiguous_tensor_truth_value), and control flow cannot depend on runtime tensor values
+    in the beta dialect (err_dynamic_control_flow_not_supported) (REFERENCE §2).
+
+    Fix: use `&`, `|`, `~` for element-wise logic, `nl.where` / masks / `affine_select` for
+    per-element choices, and `is not None` for optional arguments.
+    """
+
+    id = "python-logic-on-tile"
+    criteria = ("kernel_correctness", "neuron_platform")
+    severity = Severity.critical
+    performance = False
+    VALID = [
+        Valid(_HEAD + "def k(a, b=None):\n    x = nl.load(a)\n    if b is not None:\n        x = nl.add(x, 1.0)\n"
+              "    y = nl.where(x > 0, x, 0.0)\n", inputs={"a": ((128, 64), "float32")}),
+        Valid(_HEAD + "def k(a, n):\n    if n > 2:\n        x = nl.load(a)\n", inputs={"a": ((128, 64), "float32"), "n": 4}),
+    ]
+    INVALID = [
+        Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    y = x > 0 and x < 1\n", inputs={"a": ((128, 64), "float32")}, line=5),
+        Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    if x:\n        pass\n", inputs={"a": ((128, 64), "float32")}, line=5),
+        Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1)\n    if m > 0:\n        pass\n",
+                inputs={"a": ((128, 64), "float32")}, line=6),
+    ]
+
+    def _tiled(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Comparison):
+            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+                return False
+            return self._tiled(node.left) or any(self._tiled(c.comparator) for c in node.comparisons)
+        if isinstance(node, cst.BooleanOperation):
+            return self._tiled(node.left) or self._tiled(node.right)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return self._tiled(node.expression)
+        return isinstance(self.ctx.value(node), Tensor)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        if self._tiled(node.left) or self._tiled(node.right):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            self.report(node, f"Python '{op}' applied to a tile; use '&' / '|' or a mask")
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not) and self._tiled(node.expression):
+            self.report(node, "Python 'not' applied to a tile; use '~' or nl.logical_not")
+
+    def _test(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
+        if self._tiled(test):
+            line = self.ctx.lines(test)
+            self.report(line, f"'{what}' on a tile value: control flow cannot depend on tensor data")
+
+    def visit_If(self, node: cst.If) -> None:
+        self._test(node, node.test, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._test(node, node.test, "while")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._test(node, node.test, "if-expression")
