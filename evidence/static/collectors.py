@@ -1,0 +1,44 @@
+"""Static collectors: `nki-static` (facts + rule findings over the NKI kernel source) and
+`cuda-static` (CUDA facts + CUDA->NKI migration verdicts, when the submission has CUDA source).
+Neither executes submitted code."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from evidence.collector import Collector
+from evidence.model import EvidenceItem
+from evidence.static.engine import Analysis, analyze
+from evidence.static.facts import FACT_KINDS, fact_items, finding_items, rule_kinds
+from evidence.static.framework import load_rules
+from evidence.static.model import InputBinding
+from evidence.submission import Submission
+
+STATIC_VERSION = "1"
+
+
+@lru_cache(maxsize=32)
+def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | None) -> Analysis:
+    bindings = [InputBinding(name, shape, dtype, value) for name, shape, dtype, value in inputs]
+    return analyze(source, file=file, inputs=bindings, entry=entry)
+
+
+def kernel_analysis(submission: Submission) -> Analysis:
+    """The (cached) static analysis of the submission's kernel file, with its input shapes."""
+    m = submission.manifest
+    inputs = tuple((i.name, tuple(i.shape), i.dtype, i.value) for i in m.inputs)
+    return _analysis(submission.kernel_source, m.kernel.file, inputs, m.kernel.entry)
+
+
+class NkiStaticCollector(Collector):
+    name = "nki-static"
+    version = STATIC_VERSION
+    kinds = {**FACT_KINDS, **rule_kinds(load_rules())}
+
+    def applies(self, submission: Submission) -> bool:
+        return submission.manifest.kernel.file.endswith(".py")
+
+    def collect(self, submission: Submission) -> list[EvidenceItem]:
+        a = kernel_analysis(submission)
+        rules = {r.id: r for r in load_rules()}
+        return fact_items(a, self.analyzer) + finding_items(a, rules, self.analyzer)

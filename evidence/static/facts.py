@@ -1,0 +1,117 @@
+"""Turn one `Analysis` into evidence items: facts (kernels, loops, allocations, API calls,
+dialect) and rule findings. Ids are `make_id(kind, file, line[, extra])`: stable across runs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.static.engine import Analysis
+from evidence.static.framework import Rule
+from evidence.static.rulekit import shape_text
+from evidence.static.shapes import ALLOC_CALLS, Tensor
+
+FACT_KINDS = {
+    "nki.dialect": "which NKI dialect the kernel source targets (labels: dialect = beta|standalone, source)",
+    "nki.kernel": "an @nki.jit kernel function (labels: name, decorator, dialect; metrics: n_loops, max_loop_depth, "
+                  "n_api_calls, n_nisa_calls, n_nl_calls)",
+    "nki.loop": "a loop (labels: iterator = affine_range|sequential_range|static_range|range|other, function; "
+                "metrics: trip_count when constant, depth)",
+    "nki.alloc": "a tensor allocation (labels: buffer, dtype, shape; metrics: partitions, free_bytes_per_partition)",
+    "nki.api_call": "calls of one NKI API in one function, aggregated (labels: api, function, lines; metrics: count)",
+    "nki.rule_failure": "a static rule crashed on this file; its findings are missing (labels: rule, error_type)",
+}
+_NOT_COUNTED = frozenset({"nl.affine_range", "nl.sequential_range", "nl.static_range", "nl.par_dim", "nl.arange", "nl.mgrid"})
+_FACT_CRITERIA = ("tiling", "neuron_platform")
+
+
+def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
+    f = a.file
+    items = [EvidenceItem(
+        id=make_id("nki.dialect", f), kind="nki.dialect", analyzer=analyzer,
+        title=f"NKI dialect: {a.dialect.dialect}", location=Location(file=f, start_line=1, end_line=1),
+        labels={"dialect": a.dialect.dialect, "source": a.dialect.source}, criteria=("neuron_platform",),
+    )]
+    for fn in a.functions:
+        calls = [c for c in fn.calls if c.name not in _NOT_COUNTED]
+        if fn.is_kernel:
+            items.append(EvidenceItem(
+                id=make_id("nki.kernel", f, fn.start, fn.name), kind="nki.kernel", analyzer=analyzer,
+                title=f"kernel {fn.name} ({len(fn.loops)} loops, {len(calls)} NKI calls)",
+                location=Location(file=f, start_line=fn.start, end_line=fn.end),
+                labels={"name": fn.name, "decorator": fn.decorator, "dialect": a.dialect.dialect},
+                metrics={"n_loops": len(fn.loops), "max_loop_depth": max((lp.depth for lp in fn.loops), default=0),
+                         "n_api_calls": len(calls), "n_nisa_calls": sum(c.name.startswith("nisa.") for c in calls),
+                         "n_nl_calls": sum(c.name.startswith("nl.") for c in calls)},
+                criteria=_FACT_CRITERIA,
+            ))
+        for lp in fn.loops:
+            metrics = {"depth": float(lp.depth)}
+            if lp.trip is not None:
+                metrics["trip_count"] = float(lp.trip)
+            items.append(EvidenceItem(
+                id=make_id("nki.loop", f, lp.start), kind="nki.loop", analyzer=analyzer,
+                title=f"{lp.kind} loop over {', '.join(lp.vars) or '?'}"
+                      + (f" ({lp.trip} iterations)" if lp.trip is not None else ""),
+                location=Location(file=f, start_line=lp.start, end_line=lp.end),
+                labels={"iterator": lp.kind, "function": fn.name, "vars": ",".join(lp.vars)},
+                metrics=metrics, criteria=("tiling", "performance"),
+            ))
+        by_api: dict[str, list[int]] = defaultdict(list)
+        for c in fn.calls:
+            if c.name in ALLOC_CALLS and isinstance(c.value, Tensor):
+                items.append(_alloc_item(f, c, analyzer, fn.name))
+            if c.name not in _NOT_COUNTED:
+                by_api[c.name].append(c.start)
+        for api, lines in sorted(by_api.items()):
+            items.append(EvidenceItem(
+                id=make_id("nki.api_call", f, fn.name, api), kind="nki.api_call", analyzer=analyzer,
+                title=f"{api} x{len(lines)} in {fn.name}",
+                location=Location(file=f, start_line=min(lines), end_line=max(lines)),
+                labels={"api": api, "function": fn.name, "lines": ",".join(str(x) for x in sorted(set(lines)))},
+                metrics={"count": float(len(lines))}, criteria=("neuron_platform",),
+            ))
+    return items
+
+
+def _alloc_item(f: str, c, analyzer: str, fn_name: str) -> EvidenceItem:
+    t: Tensor = c.value
+    metrics = {}
+    if t.partitions is not None:
+        metrics["partitions"] = float(t.partitions)
+    if t.free_bytes is not None:
+        metrics["free_bytes_per_partition"] = float(t.free_bytes)
+    return EvidenceItem(
+        id=make_id("nki.alloc", f, c.start, c.node.func.attr.value if hasattr(c.node.func, "attr") else ""),
+        kind="nki.alloc", analyzer=analyzer,
+        title=f"{c.name} {shape_text(t)} {t.dtype or '?'} in {t.buffer or '?'}",
+        location=Location(file=f, start_line=c.start, end_line=c.end),
+        labels={"buffer": t.buffer or "unknown", "dtype": t.dtype or "unknown", "shape": shape_text(t), "function": fn_name},
+        metrics=metrics, criteria=("memory_hierarchy", "tiling"),
+    )
+
+
+def finding_items(a: Analysis, rules: dict[str, type[Rule]], analyzer: str) -> list[EvidenceItem]:
+    items = []
+    for fd in a.findings:
+        rule = rules[fd.rule]
+        kind = "nki." + fd.rule
+        items.append(EvidenceItem(
+            id=make_id(kind, a.file, fd.start), kind=kind, analyzer=analyzer, severity=fd.severity,
+            title=fd.message, detail=fd.detail, location=Location(file=a.file, start_line=fd.start, end_line=fd.end),
+            metrics=fd.metrics, labels={**fd.labels, "rule_version": rule.version, "dialect": a.dialect.dialect},
+            criteria=rule.criteria,
+        ))
+    for fail in a.failures:
+        items.append(EvidenceItem(
+            id=make_id("nki.rule_failure", a.file, fail.rule), kind="nki.rule_failure", analyzer=analyzer,
+            severity=Severity.medium, title=f"rule {fail.rule} crashed: {fail.error_type}: {fail.message}",
+            detail="The rule's findings for this file are missing; the other rules ran normally.",
+            location=Location(file=a.file, start_line=fail.line or 1, end_line=fail.line or 1),
+            labels={"rule": fail.rule, "error_type": fail.error_type},
+        ))
+    return items
+
+
+def rule_kinds(rules: tuple[type[Rule], ...]) -> dict[str, str]:
+    return {"nki." + r.id: f"[{r.severity.value}] " + (r.doc().split(". ")[0]) for r in rules}
