@@ -1,0 +1,143 @@
+"""Index expressions: `nl.arange`, `nl.mgrid`, `nl.ds`, and the masks built from them.
+
+NKI index values are affine expressions over index grids that broadcast like numpy. The
+simulator evaluates them eagerly to small int arrays (open grids, so a [128, 512] grid costs
+128 + 512 integers) and keeps comparisons of them as boolean mask arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki.errors import SimulationError
+
+
+class IndexExpr:
+    """An integer index grid (result of arange/mgrid and affine arithmetic on them)."""
+
+    __slots__ = ("a", "lifted")
+    __array_priority__ = 100  # make `2 * expr` and `np.int32 + expr` come back here
+
+    def __init__(self, a: np.ndarray, lifted: bool = True) -> None:
+        self.a = a
+        self.lifted = lifted
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.a.shape
+
+    def __getitem__(self, key: object) -> IndexExpr:
+        return IndexExpr(self.a[key], True)
+
+    def _bin(self, other: object, fn, reverse: bool = False) -> IndexExpr:
+        o = other.a if isinstance(other, IndexExpr) else other
+        r = fn(o, self.a) if reverse else fn(self.a, o)
+        return IndexExpr(np.asarray(r), self.lifted and getattr(other, "lifted", True))
+
+    def __add__(self, o): return self._bin(o, np.add)
+    def __radd__(self, o): return self._bin(o, np.add, True)
+    def __sub__(self, o): return self._bin(o, np.subtract)
+    def __rsub__(self, o): return self._bin(o, np.subtract, True)
+    def __mul__(self, o): return self._bin(o, np.multiply)
+    def __rmul__(self, o): return self._bin(o, np.multiply, True)
+    def __floordiv__(self, o): return self._bin(o, np.floor_divide)
+    def __rfloordiv__(self, o): return self._bin(o, np.floor_divide, True)
+    def __mod__(self, o): return self._bin(o, np.mod)
+    def __rmod__(self, o): return self._bin(o, np.mod, True)
+    def __neg__(self): return IndexExpr(-self.a, self.lifted)
+
+    def _cmp(self, other: object, fn) -> MaskExpr:
+        o = other.a if isinstance(other, IndexExpr) else other
+        return MaskExpr(fn(self.a, o))
+
+    def __lt__(self, o): return self._cmp(o, np.less)
+    def __le__(self, o): return self._cmp(o, np.less_equal)
+    def __gt__(self, o): return self._cmp(o, np.greater)
+    def __ge__(self, o): return self._cmp(o, np.greater_equal)
+    def __eq__(self, o): return self._cmp(o, np.equal)  # type: ignore[override]
+    def __ne__(self, o): return self._cmp(o, np.not_equal)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        raise SimulationError(
+            "err_control_flow_condition_depending_on_arange",
+            "control flow cannot depend on an nl.arange/nl.mgrid expression",
+        )
+
+    def __repr__(self) -> str:
+        return f"IndexExpr(shape={self.a.shape})"
+
+
+class MaskExpr:
+    """A compile-time predicate over index expressions; combine with & and | only."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = np.asarray(a, dtype=bool)
+
+    def __and__(self, o): return MaskExpr(self.a & _mask_array(o))
+    def __rand__(self, o): return MaskExpr(_mask_array(o) & self.a)
+    def __or__(self, o): return MaskExpr(self.a | _mask_array(o))
+    def __ror__(self, o): return MaskExpr(_mask_array(o) | self.a)
+    def __invert__(self): return MaskExpr(~self.a)
+
+    def __bool__(self) -> bool:
+        raise SimulationError(
+            "err_ambiguous_tensor_truth_value", "use & and | (not `and`/`or`) to combine mask predicates"
+        )
+
+
+def _mask_array(m: object) -> np.ndarray:
+    if isinstance(m, MaskExpr):
+        return m.a
+    return np.asarray(bool(m))
+
+
+def mask_array(mask: object) -> np.ndarray | None:
+    """The boolean array of an op's `mask=` argument, or None for 'everything'."""
+    if mask is None or mask is True:
+        return None
+    if isinstance(mask, MaskExpr):
+        return mask.a
+    if isinstance(mask, (bool, np.bool_)):
+        return np.asarray(bool(mask))
+    raise SimulationError("err_unsupported_expression_in_mask", f"unsupported mask expression {mask!r}")
+
+
+def arange(*args: int) -> IndexExpr:
+    """nl.arange(stop) or nl.arange(start, stop[, step]): a 1-D index that must be lifted to 2-D."""
+    return IndexExpr(np.arange(*[int(a) for a in args], dtype=np.int64), lifted=False)
+
+
+class _Grid(tuple):
+    """Result of nl.mgrid[...]: unpackable, and readable as .p (partition), .x, .y, .z, .w."""
+
+    __slots__ = ()
+
+    def __getattr__(self, attr: str) -> IndexExpr:
+        order = "pxyzw"
+        if attr in order and order.index(attr) < len(self):
+            return self[order.index(attr)]
+        raise AttributeError(attr)
+
+
+class _MGrid:
+    def __getitem__(self, key: object) -> _Grid:
+        keys = key if isinstance(key, tuple) else (key,)
+        axes = [np.arange(k.start or 0, k.stop, k.step or 1, dtype=np.int64) for k in keys]
+        n = len(axes)
+        grids = []
+        for i, ax in enumerate(axes):
+            shape = [1] * n
+            shape[i] = ax.size
+            grids.append(IndexExpr(ax.reshape(shape)))
+        return _Grid(grids)
+
+
+mgrid = _MGrid()
+
+
+def ds(start: int, size: int) -> slice:
+    """nl.ds(start, size): a dynamic slice, start:start+size."""
+    return slice(int(start), int(start) + int(size))

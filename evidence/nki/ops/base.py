@@ -1,0 +1,179 @@
+"""Building blocks shared by the op tables: the `Op` row, operand checks, results, cost helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki.dispatch import Call
+from evidence.nki.indexing import mask_array
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
+
+PMAX = 128
+PSUM_FMAX_BYTES = 2048
+MIN_II = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One NKI primitive: its check rule (validate + plan), execute rule (numpy) and cost rule."""
+
+    name: str
+    check: Callable[..., Call]
+    execute: Callable[[object, Call], None] | None
+    cost: Callable[[object, Call], float] | None
+
+
+def table(*ops: Op) -> dict[str, Op]:
+    return {o.name: o for o in ops}
+
+
+# --- operand checks ----------------------------------------------------------------------
+
+def tile(st, x, op: str, arg: str, buffers=ONCHIP) -> Tensor:
+    """Validate a tile operand: a Tensor in an allowed buffer, partition dim first and <= 128."""
+    if not isinstance(x, Tensor):
+        raise st.error("err_invalid_operand", f"'{op}' expects a tile for '{arg}', got {type(x).__name__}")
+    buf = x.alloc.buffer
+    if buf not in buffers:
+        want = "|".join(sorted({"hbm" if b in HBM_KINDS else b for b in buffers}))
+        raise st.error(
+            "err_unsupported_memory",
+            f"'{op}' expects '{arg}' in {want} but got {buf} ({list(x.shape)})",
+        )
+    if buf in ONCHIP:
+        if x.pdim != 0:
+            raise st.error(
+                "err_failed_to_infer_tile_from_local_tensor",
+                f"'{arg}' of '{op}' {list(x.shape)} has block dimensions before its partition dimension; "
+                "index it down to a tile first",
+            )
+        check_partitions(st, x.shape, op, arg)
+    return x
+
+
+def check_partitions(st, shape, op: str, arg: str) -> None:
+    if shape and shape[0] > PMAX:
+        raise st.error(
+            "err_num_partition_exceed_arch_limit",
+            f"number of partitions {shape[0]} of '{arg}' {list(shape)} in '{op}' exceed architecture limitation of {PMAX}",
+        )
+
+
+def same_partitions(st, a: Tensor, b: Tensor, op: str) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise st.error(
+            "err_num_partition_mismatch",
+            f"'{op}' operands have different partition counts: {list(a.shape)} vs {list(b.shape)}; "
+            "use broadcast_to first",
+        )
+
+
+def resolve_dtype(st, dt, default):
+    if dt is None:
+        return default
+    try:
+        return dtypes.resolve(dt)
+    except (TypeError, ValueError) as exc:
+        raise st.error("err_invalid_dtype", str(exc)) from exc
+
+
+def op_mask(st, mask) -> np.ndarray | None:
+    try:
+        return mask_array(mask)
+    except Exception as exc:
+        raise st.error(getattr(exc, "code", "err_unsupported_expression_in_mask"), str(exc)) from exc
+
+
+# --- shapes and values -------------------------------------------------------------------
+
+def lead_align(a: np.ndarray, nd: int) -> np.ndarray:
+    """Partition-leading alignment: a [P] tile acts as [P, 1] next to a [P, F] tile (REFERENCE §9.1)."""
+    return a.reshape(a.shape + (1,) * (nd - a.ndim)) if a.ndim < nd else a
+
+
+def bshape(st, shapes: list[tuple[int, ...]], op: str) -> tuple[int, ...]:
+    shapes = [s for s in shapes if s is not None]
+    nd = max(len(s) for s in shapes)
+    try:
+        return np.broadcast_shapes(*[tuple(s) + (1,) * (nd - len(s)) for s in shapes])
+    except ValueError:
+        try:
+            return np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise st.error(
+                "err_shape_mismatch", f"'{op}' operand shapes {[list(s) for s in shapes]} do not broadcast"
+            ) from None
+
+
+def fresh(st, shape, dt, buffer: str = "sbuf") -> Tensor:
+    """A new result tile; its data is filled by the execute rule (or stays a stub in trace-only mode)."""
+    shape = tuple(int(s) for s in shape)
+    stub = np.broadcast_to(np.zeros((), dtype=dtypes.storage(dt)), shape)
+    t = Tensor.whole(Alloc(st, buffer, shape, dt, stub))
+    t.fresh = True
+    return t
+
+
+def set_result(t: Tensor, arr: np.ndarray, mask: np.ndarray | None = None) -> None:
+    """Store an fp32 (or int) result into a fresh tile with RNE casting; masked-out elements are NaN."""
+    arr = np.asarray(arr)
+    if arr.shape != t.shape:
+        arr = np.broadcast_to(lead_align(arr, len(t.shape)) if arr.ndim < len(t.shape) else arr, t.shape)
+    if mask is not None:
+        m = mask.reshape(mask.shape + (1,) * (len(t.shape) - mask.ndim)) if mask.ndim < len(t.shape) else mask
+        fill = np.nan if arr.dtype.kind == "f" else dtypes.INT_SENTINEL
+        arr = np.where(m, arr, fill)
+        t.valid = np.broadcast_to(m, t.shape)
+    out = dtypes.cast(arr, t.dtype)
+    if not out.flags.writeable or out.base is not None and not out.flags.owndata:
+        out = np.array(out, dtype=dtypes.storage(t.dtype))
+    t.alloc.data = t.data = out
+
+
+def value(x, mask=None) -> np.ndarray:
+    """Operand values: a tile's array (uninitialised reads reported) or a scalar as an array."""
+    if isinstance(x, Tensor):
+        return x.read(mask)
+    return np.asarray(x)
+
+
+def f32(x, mask=None) -> np.ndarray:
+    v = value(x, mask)
+    return v if v.dtype == np.float32 else v.astype(np.float32)
+
+
+def scalar_dtype(x):
+    return x.dtype if isinstance(x, Tensor) else x
+
+
+def free_size(shape) -> int:
+    n = 1
+    for s in shape[1:]:
+        n *= s
+    return n
+
+
+# --- costs (REFERENCE §5.2; cycles of the engine's clock) -----------------------------------
+
+def cost_stream(st, c: Call, passes: float = 1.0) -> float:
+    n = free_size(c.out.shape) if c.out is not None else free_size(c.ins[0].shape)
+    return max(MIN_II, passes * n)
+
+
+def cost_two_inputs(st, c: Call) -> float:
+    return cost_stream(st, c, 2.0)
+
+
+def cost_gpsimd(st, c: Call) -> float:
+    return 150 + free_size(c.out.shape if c.out is not None else c.ins[0].shape)
+
+
+def cost_dma(st, c: Call) -> float:
+    """Nanoseconds: fixed ~1300 ns per transfer plus bytes at the per-core DMA bandwidth."""
+    nbytes = max([t.size * t.itemsize for t in c.ins] + [c.out.size * c.out.itemsize if c.out is not None else 0])
+    bw = 272.0 if st.target in ("trn1", "inf2") else 368.0  # GB/s == bytes/ns
+    return 1300.0 + nbytes / bw

@@ -1,0 +1,224 @@
+"""Tensor creation ops: ndarray/zeros/full/..., constants, memset, iota, random state, printing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki.dispatch import Call
+from evidence.nki.indexing import IndexExpr
+from evidence.nki.ops.base import (
+    PMAX, PSUM_FMAX_BYTES, Op, check_partitions, cost_gpsimd, cost_stream, fresh, op_mask, resolve_dtype,
+    set_result, table,
+)
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
+
+
+class ParDim(int):
+    """nl.par_dim(n): marks the partition dimension in a shape; dims before it are block dims."""
+
+    def __repr__(self) -> str:
+        return f"par_dim({int(self)})"
+
+
+def buffer_name(buffer) -> str:
+    if buffer is None:
+        return "sbuf"
+    name = getattr(buffer, "kind", buffer)
+    if name == "hbm":
+        return "private_hbm"
+    if name not in ONCHIP + HBM_KINDS:
+        raise ValueError(f"unknown buffer {buffer!r}")
+    return name
+
+
+def _shape(st, shape) -> tuple[tuple[int, ...], int]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    pdim = next((i for i, s in enumerate(shape) if isinstance(s, ParDim)), 0)
+    return tuple(int(s) for s in shape), pdim
+
+
+def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tensor:
+    """Create a tensor after the buffer-specific checks of REFERENCE §1-§2."""
+    try:
+        buf = buffer_name(buffer)
+    except ValueError as exc:
+        raise st.error("err_unsupported_memory", str(exc)) from None
+    shape, pdim = _shape(st, shape)
+    dt = resolve_dtype(st, dt, dtypes.float32)
+    if buf in ONCHIP:
+        if len(shape) - pdim < 2:
+            raise st.error(
+                "err_insufficient_rank",
+                f"Insufficient rank: on-chip tensor {list(shape)} needs a partition and at least one free dimension",
+            )
+        check_partitions(st, shape[pdim:], op, name or "tensor")
+        if pdim > 0:
+            st.finding(
+                "block_dimensions_deprecated",
+                f"tensor {list(shape)} has block dimensions before par_dim (deprecated from SDK 2.23; the "
+                "compiler allocates them per iteration)", "low", once_per_code=True,
+            )
+        if buf == "psum":
+            per_tile = dtypes.itemsize(dt) * int(np.prod(shape[pdim + 1:]))
+            if per_tile > PSUM_FMAX_BYTES:
+                raise st.error(
+                    "err_size_of_dimension_exceed_arch_limit",
+                    f"PSUM tile {list(shape)} {dtypes.name(dt)} needs {per_tile} bytes per partition, which "
+                    f"exceeds architecture limitation of {PSUM_FMAX_BYTES} bytes (one bank, 512 fp32)",
+                )
+        data = None
+        if init is not None and not st.trace_only:
+            data = np.full(shape, init, dtype=dtypes.storage(dt))
+        alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
+        return Tensor.whole(alloc)
+    # HBM
+    if init is not None:
+        raise st.error(
+            "err_hbm_tensor_with_init_value_not_supported", f"'{op}' cannot create an initialised {buf} tensor"
+        )
+    if buf == "shared_hbm":
+        if st.loops or not st.in_kernel_top_level():
+            raise st.error(
+                "err_shared_hbm_must_in_kernel_level",
+                "shared_hbm tensors must be created at the top level of the kernel, not in a loop or helper",
+            )
+        if st.shared_next < len(st.shared):  # later SPMD instances see the same output tensor
+            alloc = st.shared[st.shared_next]
+            st.shared_next += 1
+            if alloc.shape != shape:
+                raise st.error("err_spmd_shape_mismatch", "SPMD instances create different shared_hbm shapes")
+            return Tensor.whole(alloc)
+    alloc = Alloc(st, buf, shape, dt, None, 0, name)
+    alloc.stamp = np.full(shape, -1, dtype=np.int32)
+    if buf == "shared_hbm":
+        st.shared.append(alloc)
+        st.shared_next += 1
+    return Tensor.whole(alloc)
+
+
+def _memset_call(st, op, t: Tensor, value) -> Call:
+    c = Call(op, "vector" if t.alloc.buffer in ONCHIP and value is not None else None)
+    c.out = c.result = t
+    return c
+
+
+def check_ndarray(st, shape, dtype=None, *, buffer=None, name="", **_):
+    return _memset_call(st, "ndarray", allocate(st, "ndarray", shape, dtype, buffer, name), None)
+
+
+def _filled(op: str, value):
+    def check(st, shape, dtype=None, *, buffer=None, name="", **_):
+        return _memset_call(st, op, allocate(st, op, shape, dtype, buffer, name, init=value), value)
+    return check
+
+
+def check_full(st, shape, fill_value, dtype=None, *, buffer=None, name="", **_):
+    return _memset_call(st, "full", allocate(st, "full", shape, dtype, buffer, name, init=fill_value), fill_value)
+
+
+def _like(op: str, value):
+    def check(st, a, dtype=None, *, buffer=None, name="", **_):
+        if buffer is None:
+            buffer = a.alloc.buffer if isinstance(a, Tensor) else None
+        dt = dtype if dtype is not None else a.dtype
+        return _memset_call(st, op, allocate(st, op, tuple(a.shape), dt, buffer, name, init=value), value)
+    return check
+
+
+def check_full_like(st, a, fill_value, dtype=None, *, buffer=None, name="", **_):
+    return _like("full_like", fill_value)(st, a, dtype, buffer=buffer, name=name)
+
+
+def check_rand(st, shape, dtype=dtypes.float32, **_):
+    t = allocate(st, "rand", shape, dtype, None, init=0)
+    c = Call("rand", "gpsimd")
+    c.out = c.result = t
+    return c
+
+
+def exec_rand(st, c: Call) -> None:
+    c.out.write(st.rng.random(c.out.shape, dtype=np.float32))
+
+
+def check_random_seed(st, seed, **_):
+    c = Call("random_seed", None)
+    if isinstance(seed, Tensor):
+        seed = 0 if st.trace_only else int(np.asarray(seed.read()).ravel()[0])
+    st.rng = np.random.default_rng(int(seed))
+    return c
+
+
+def check_shared_constant(st, constant, dtype=None, **_):
+    arr = np.asarray(constant)
+    dt = resolve_dtype(st, dtype, dtypes.resolve(arr.dtype))
+    alloc = Alloc(st, "shared_hbm", arr.shape, dt, dtypes.cast(arr, dt).copy() if not st.trace_only else None)
+    alloc.param = -2  # constant input: not an output, never uninitialised
+    c = Call("shared_constant", None)
+    c.result = Tensor.whole(alloc)
+    return c
+
+
+def check_identity(st, n, dtype=dtypes.uint8, **_):
+    return check_shared_constant(st, np.eye(int(n)), dtype)
+
+
+def check_memset(st, shape, value, dtype=None, *, mask=None, engine=None, **_):
+    shape = tuple(int(s) for s in shape)
+    check_partitions(st, shape, "memset", "result")
+    dt = resolve_dtype(st, dtype, dtypes.float32)
+    c = Call("nisa.memset", "gpsimd" if engine is not None and int(engine) == 3 else "vector")
+    c.mask = op_mask(st, mask)
+    c.out = c.result = fresh(st, shape, dt)
+    c.p["v"] = value
+    return c
+
+
+def exec_memset(st, c: Call) -> None:
+    set_result(c.out, np.full(c.out.shape, c.p["v"], dtype=np.float32 if dtypes.is_float(c.out.dtype) else np.int64), c.mask)
+
+
+def check_iota(st, expr, dtype=dtypes.int32, *, mask=None, **_):
+    arr = expr.a if isinstance(expr, IndexExpr) else np.asarray(expr)
+    if arr.ndim < 2:
+        raise st.error("err_1d_arange_not_supported", "iota needs a 2-D index expression ([:, None] / [None, :])")
+    shape = np.broadcast_shapes(arr.shape)
+    check_partitions(st, shape, "iota", "result")
+    c = Call("nisa.iota", "gpsimd")
+    c.mask = op_mask(st, mask)
+    c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, dtypes.int32))
+    c.p["a"] = arr
+    return c
+
+
+def exec_iota(st, c: Call) -> None:
+    set_result(c.out, c.p["a"].astype(np.int32), c.mask)
+
+
+def check_device_print(st, prefix, x=None, *, mask=None, **_):
+    c = Call("device_print", None)
+    if not st.trace_only:
+        v = x.read() if isinstance(x, Tensor) else x
+        print(prefix, v if not isinstance(v, np.ndarray) else v.astype(np.float32) if v.dtype.kind == "V" or dtypes.is_float(v.dtype) else v)
+    return c
+
+
+OPS = table(
+    Op("ndarray", check_ndarray, None, None),
+    Op("zeros", _filled("zeros", 0), None, cost_stream),
+    Op("ones", _filled("ones", 1), None, cost_stream),
+    Op("full", check_full, None, cost_stream),
+    Op("zeros_like", _like("zeros_like", 0), None, cost_stream),
+    Op("ones_like", _like("ones_like", 1), None, cost_stream),
+    Op("empty_like", _like("empty_like", None), None, None),
+    Op("full_like", check_full_like, None, cost_stream),
+    Op("rand", check_rand, exec_rand, cost_gpsimd),
+    Op("random_seed", check_random_seed, None, None),
+    Op("shared_constant", check_shared_constant, None, None),
+    Op("shared_identity_matrix", check_identity, None, None),
+    Op("nisa.memset", check_memset, exec_memset, cost_stream),
+    Op("nisa.iota", check_iota, exec_iota, cost_gpsimd),
+    Op("device_print", check_device_print, None, None),
+)

@@ -1,0 +1,136 @@
+"""TensorE ops: matmuls into fp32 PSUM and transposes (REFERENCE §2 TC#3/LC#1, §3.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki.dispatch import Call
+from evidence.nki.ops.base import (
+    MIN_II, PMAX, Op, check_partitions, f32, free_size, fresh, op_mask, resolve_dtype, set_result, table, tile,
+)
+
+STATIONARY_FMAX = 128
+MOVING_FMAX = 512
+_FP32ISH = ("float32", "tfloat32")
+
+
+def _limit(st, x, dim: int, limit: int, op: str, arg: str, size: int | None = None) -> None:
+    n = x.shape[dim] if size is None else size
+    if n > limit:
+        raise st.error(
+            "err_size_of_dimension_exceed_arch_limit",
+            f"size of dimension {dim} in '{arg}{list(x.shape)}' of '{op}' ({n}) exceed architecture limitation of {limit}",
+        )
+
+
+def _plan(st, op: str, stat, mov, kt: int, m: int, n_shape: tuple, k_mov: int) -> Call:
+    if kt != k_mov:
+        raise st.error(
+            "err_num_partition_mismatch",
+            f"'{op}' contraction sizes differ: stationary K={kt} vs moving K={k_mov} (K lives on the partition axis)",
+        )
+    names = {dtypes.name(stat.dtype), dtypes.name(mov.dtype)}
+    if names & set(_FP32ISH) and not names <= set(_FP32ISH):
+        st.finding(
+            "matmul_mixed_fp32_dtypes",
+            f"'{op}' mixes {sorted(names)}: if either operand is fp32/tf32 the other must be too", "medium",
+        )
+    c = Call(op, "tensor")
+    c.ins = [stat, mov]
+    c.out = c.result = fresh(st, (m,) + tuple(n_shape), dtypes.float32, "psum")
+    n = int(np.prod(n_shape)) if n_shape else 1
+    c.flops = 2 * kt * m * n
+    c.partitions = kt
+    c.elements = m * n
+    c.p["fp32"] = bool(names & set(_FP32ISH))
+    return c
+
+
+def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
+                    is_transpose=False, tile_position=(), tile_size=(), mask=None, **_):
+    s = tile(st, stationary, "nc_matmul", "stationary", ("sbuf",))
+    m = tile(st, moving, "nc_matmul", "moving", ("sbuf",))
+    _limit(st, s, 1, STATIONARY_FMAX, "nc_matmul", "stationary", free_size(s.shape))
+    _limit(st, m, 1, MOVING_FMAX, "nc_matmul", "moving", free_size(m.shape))
+    c = _plan(st, "nisa.nc_matmul", s, m, s.shape[0], free_size(s.shape), tuple(m.shape[1:]), m.shape[0])
+    c.mask = op_mask(st, mask)
+    c.p["transpose_x"] = True
+    return c
+
+
+def check_matmul(st, x, y, *, transpose_x=False, mask=None, **_):
+    x = tile(st, x, "matmul", "x", ("sbuf",))
+    y = tile(st, y, "matmul", "y", ("sbuf",))
+    if len(x.shape) != 2:
+        raise st.error("err_exceed_max_supported_dimension", f"'matmul' x must be 2-D, got {list(x.shape)}")
+    _limit(st, x, 1, STATIONARY_FMAX, "matmul", "x")
+    _limit(st, y, 1, MOVING_FMAX, "matmul", "y", free_size(y.shape))
+    k, mm = (x.shape[0], x.shape[1]) if transpose_x else (x.shape[1], x.shape[0])
+    c = _plan(st, "matmul", x, y, k, mm, tuple(y.shape[1:]), y.shape[0])
+    c.mask = op_mask(st, mask)
+    c.p["transpose_x"] = transpose_x
+    return c
+
+
+def exec_matmul(st, c: Call) -> None:
+    x, y = c.ins
+    a = f32(x).reshape(x.shape[0], -1)
+    a = a if c.p["transpose_x"] else a.T  # stationary [K, M]
+    b = f32(y).reshape(y.shape[0], -1)
+    r = (a.T @ b).reshape(c.out.shape)  # fp32 products and fp32 accumulation, as in PSUM
+    set_result(c.out, r, c.mask)
+
+
+def cost_matmul(st, c: Call) -> float:
+    x, y = c.ins
+    m = c.out.shape[0]
+    n = free_size(c.out.shape) if len(c.out.shape) > 1 else 1
+    cycles = max(min(64, m), n) * (4 if c.p["fp32"] else 1)
+    if not c.p["transpose_x"]:
+        cycles += max(x.shape[0], min(64, free_size(x.shape)))  # the implicit TensorE transpose of x
+    return float(cycles)
+
+
+def check_transpose(st, x, *, dtype=None, mask=None, **_):
+    x = tile(st, x, "transpose", "x")
+    if len(x.shape) != 2:
+        raise st.error("err_exceed_max_supported_dimension", f"'transpose' takes a 2-D tile, got {list(x.shape)}")
+    _limit(st, x, 1, PMAX, "transpose", "x")
+    c = Call("transpose", "tensor")
+    c.mask = op_mask(st, mask)
+    c.ins = [x]
+    c.out = c.result = fresh(st, (x.shape[1], x.shape[0]), resolve_dtype(st, dtype, x.dtype))
+    return c
+
+
+def check_nc_transpose(st, data, *, mask=None, dtype=None, engine=None, **_):
+    x = tile(st, data, "nc_transpose", "data")
+    p, f = x.shape[0], free_size(x.shape)
+    eng = int(engine or 0)
+    if eng == 0:
+        eng = 5 if p <= 32 and f <= 32 else 1
+    limit = 32 if eng == 5 else PMAX
+    _limit(st, x, 0, limit, "nc_transpose", "data")
+    _limit(st, x, 1, limit, "nc_transpose", "data", f)
+    c = Call("nisa.nc_transpose", "vector" if eng == 5 else "tensor")
+    c.mask = op_mask(st, mask)
+    c.ins = [x]
+    shape = (f, p)
+    check_partitions(st, shape, "nc_transpose", "result")
+    c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, x.dtype), "sbuf" if eng == 5 else "psum")
+    return c
+
+
+def exec_transpose(st, c: Call) -> None:
+    x = c.ins[0]
+    set_result(c.out, f32(x).reshape(x.shape[0], -1).T, c.mask)
+
+
+OPS = table(
+    Op("nisa.nc_matmul", check_nc_matmul, exec_matmul, cost_matmul),
+    Op("matmul", check_matmul, exec_matmul, cost_matmul),
+    Op("transpose", check_transpose, exec_transpose, lambda st, c: max(c.ins[0].shape[0], min(64, c.ins[0].shape[1]))),
+    Op("nisa.nc_transpose", check_nc_transpose, exec_transpose,
+       lambda st, c: max(c.ins[0].shape[0], min(64, free_size(c.ins[0].shape))) if c.engine == "tensor" else max(MIN_II, free_size(c.ins[0].shape))),
+)

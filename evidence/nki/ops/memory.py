@@ -1,0 +1,380 @@
+"""Data movement ops: DMA loads and stores, copies, assignment, views (REFERENCE §3.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki.dispatch import Call
+from evidence.nki.ops.base import (
+    Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype,
+    set_result, table, tile, value,
+)
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, _clip_masked, _fit_mask, index
+
+ANY = ONCHIP + HBM_KINDS
+
+
+def _hbm(st, x, op: str, arg: str) -> Tensor:
+    return tile(st, x, op, arg, HBM_KINDS)
+
+
+def track_load(st, src: Tensor, mask) -> None:
+    """Count bytes of an HBM tensor loaded more than once (per element, across the whole run)."""
+    if src.adv is None:
+        lm = src.lmask
+        if lm is None:
+            return
+        if mask is None:
+            seen = np.count_nonzero(lm)
+            lm[...] = True
+        else:
+            m = np.broadcast_to(_fit_mask(mask, lm.shape), lm.shape)
+            seen = np.count_nonzero(lm & m)
+            lm[...] |= m
+    else:
+        parent, idx = src.adv
+        if parent.lmask is None:
+            return
+        idx = _clip_masked(idx, parent.shape, mask, src.shape)
+        if mask is not None:
+            m = np.broadcast_to(_fit_mask(mask, src.shape), src.shape)
+            idx = tuple(np.broadcast_to(i, src.shape)[m] for i in np.broadcast_arrays(*idx))
+        seen = np.count_nonzero(parent.lmask[idx])
+        parent.lmask[idx] = True
+    st.redundant_bytes += int(seen) * src.itemsize
+
+
+def fit(st, v: np.ndarray | None, vshape, shape, op: str):
+    """Shape a source to a destination: equal, same size (reshape), or a smaller broadcast source."""
+    vshape, shape = tuple(vshape), tuple(shape)
+    if vshape == shape:
+        return v
+    n = int(np.prod(vshape)) if vshape else 1
+    if n == int(np.prod(shape)) and n > 1:
+        return None if v is None else v.reshape(shape)
+    for cand in (tuple(vshape) + (1,) * (len(shape) - len(vshape)), vshape):
+        try:
+            if np.broadcast_shapes(cand, shape) == shape:
+                return None if v is None else np.broadcast_to(v.reshape(cand), shape)
+        except ValueError:
+            continue
+    raise st.error(
+        "err_store_dst_shape_smaller_than_other_shape",
+        f"'{op}' destination {list(shape)} is smaller than (or does not match) the source {list(vshape)}",
+    )
+
+
+# --- load / store --------------------------------------------------------------------------
+
+def check_load(st, src, *, mask=None, dtype=None, **_):
+    src = _hbm(st, src, "load", "src")
+    c = Call("load", "dma")
+    check_partitions(st, src.shape, "load", "result")
+    if len(src.shape) < 2:
+        raise st.error("err_insufficient_rank", f"Insufficient rank: load of {list(src.shape)} gives a 1-D tile")
+    c.mask = op_mask(st, mask)
+    c.ins = [src]
+    c.out = c.result = fresh(st, src.shape, resolve_dtype(st, dtype, src.dtype))
+    track_load(st, src, c.mask)
+    return c
+
+
+def exec_load(st, c: Call) -> None:
+    set_result(c.out, c.ins[0].read(c.mask), c.mask)
+
+
+def check_store(st, dst, value=None, *, mask=None, **kw):
+    if value is None:
+        value = kw.get("data")
+    dst = _hbm(st, dst, "store", "dst")
+    c = Call("store", "dma")
+    c.mask = op_mask(st, mask)
+    if isinstance(value, Tensor):
+        tile(st, value, "store", "value", ONCHIP)
+        fit(st, None, value.shape, dst.shape, "store")
+        c.ins = [value]
+    c.p["v"] = value
+    c.out = dst
+    if dst.alloc.param >= 0 and dst.alloc.param not in st.param_writes:
+        st.param_writes[dst.alloc.param] = st.where()
+    if st.trace_only:
+        dst.write(np.zeros(()), c.mask)  # provenance and dependency tracking still run
+    return c
+
+
+def exec_store(st, c: Call) -> None:
+    v, dst = c.p["v"], c.out
+    arr = fit(st, value(v), np.shape(value(v)), dst.shape, "store")
+    mask = c.mask
+    if isinstance(v, Tensor) and v.valid is not None:
+        mask = v.valid if mask is None else (np.broadcast_to(_fit_mask(mask, dst.shape), dst.shape) & v.valid)
+    dst.write(arr, mask)
+
+
+def check_load_transpose2d(st, src, *, mask=None, dtype=None, **_):
+    src = _hbm(st, src, "load_transpose2d", "src")
+    if len(src.shape) != 2:
+        raise st.error("err_exceed_max_supported_dimension", f"load_transpose2d expects a 2-D source, got {list(src.shape)}")
+    c = Call("load_transpose2d", "dma")
+    shape = (src.shape[1], src.shape[0])
+    check_partitions(st, shape, "load_transpose2d", "result")
+    c.mask = op_mask(st, mask)
+    c.ins = [src]
+    c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, src.dtype))
+    track_load(st, src, None)
+    return c
+
+
+def exec_load_transpose2d(st, c: Call) -> None:
+    set_result(c.out, c.ins[0].read().T, c.mask)
+
+
+# --- on-chip copies ------------------------------------------------------------------------
+
+def check_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
+    src = tile(st, src, "copy", "src")
+    c = Call("copy", "vector")
+    c.mask = op_mask(st, mask)
+    c.ins = [src]
+    c.out = c.result = fresh(st, src.shape, resolve_dtype(st, dtype, src.dtype))
+    return c
+
+
+def exec_copy(st, c: Call) -> None:
+    src = c.ins[0]
+    v = src.read(c.mask)
+    set_result(c.out, v if dtypes.is_int(c.out.dtype) and dtypes.is_int(src.dtype) else dtypes.to_f32(v), c.mask)
+
+
+def check_tensor_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
+    c = check_copy(st, src, mask=mask, dtype=dtype)
+    c.op = "nisa.tensor_copy"
+    if engine is not None and int(engine) == 3 and src.alloc.buffer == "psum":
+        raise st.error("err_unsupported_memory", "'tensor_copy' on GpSimd cannot access PSUM")
+    c.engine = {2: "scalar", 3: "gpsimd"}.get(int(engine or 0), "vector")
+    return c
+
+
+def check_broadcast_to(st, src, *, shape=None, **kw):
+    shape = tuple(kw.get("target_shape", shape))
+    src = tile(st, src, "broadcast_to", "src", ANY)
+    c = Call("broadcast_to", "tensor" if src.shape[0] != shape[0] else None)
+    fit(st, None, src.shape, shape, "broadcast_to")
+    check_partitions(st, shape, "broadcast_to", "result")
+    c.ins = [src]
+    c.out = c.result = fresh(st, shape, src.dtype, src.alloc.buffer if src.alloc.buffer in ONCHIP else "sbuf")
+    return c
+
+
+def exec_broadcast_to(st, c: Call) -> None:
+    src = c.ins[0]
+    set_result(c.out, fit(st, src.read(), src.shape, c.out.shape, "broadcast_to"))
+
+
+# --- assignment: t[key] = value --------------------------------------------------------------
+
+def check_assign(st, t, key, v):
+    view = index(t, key)
+    c = Call("assign", None)
+    c.out = view
+    c.p["v"] = v
+    if isinstance(v, Tensor):
+        if v.alloc is view.alloc and v.adv is None and view.adv is None and v.shape == view.shape and (
+            v.data.__array_interface__["data"][0] == view.data.__array_interface__["data"][0]
+        ):
+            c.p["same"] = True  # `t[...] += x` comes back as t[...] = t[...]
+            return c
+        fit(st, None, v.shape, view.shape, "assign")
+        src_hbm, dst_hbm = v.alloc.buffer in HBM_KINDS, view.alloc.buffer in HBM_KINDS
+        if src_hbm or dst_hbm:
+            c.op, c.engine = ("store" if dst_hbm else "load"), "dma"
+            if src_hbm:
+                track_load(st, v, None)
+        elif not v.fresh:
+            c.op, c.engine = "tensor_copy", "vector"
+        if c.engine is not None:
+            c.ins = [v]
+        if view.alloc.buffer in ONCHIP:
+            check_partitions(st, view.shape, "assign", "destination")
+    else:
+        c.op, c.engine = "memset", "vector"
+    if view.alloc.param >= 0 and view.alloc.param not in st.param_writes:
+        st.param_writes[view.alloc.param] = st.where()
+    if st.trace_only:
+        view.write(np.zeros(()), v.valid if isinstance(v, Tensor) else None)
+    return c
+
+
+def exec_assign(st, c: Call) -> None:
+    view, v = c.out, c.p["v"]
+    if c.p.get("same"):
+        view.write(view.data)
+        return
+    if isinstance(v, Tensor):
+        arr = fit(st, v.read(), v.shape, view.shape, "assign")
+        view.write(arr, v.valid)
+        v.fresh = False
+    else:
+        view.write(np.asarray(v, dtype=np.float32 if isinstance(v, float) else None))
+
+
+# --- DMA engine ops --------------------------------------------------------------------------
+
+def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **_):
+    if args:
+        raise st.error("err_positional_dma_copy", "nisa.dma_copy takes keyword arguments dst= and src= in the beta dialect")
+    dst = tile(st, dst, "dma_copy", "dst", ANY)
+    src = tile(st, src, "dma_copy", "src", ANY)
+    c = Call("nisa.dma_copy", "dma")
+    c.mask = op_mask(st, mask)
+    fit(st, None, src.shape, dst.shape, "dma_copy")
+    c.ins, c.out = [src], dst
+    c.p["rmw"] = dst_rmw_op
+    if src.alloc.buffer in HBM_KINDS:
+        track_load(st, src, c.mask)
+    if dst.alloc.param >= 0 and dst.alloc.param not in st.param_writes:
+        st.param_writes[dst.alloc.param] = st.where()
+    if st.trace_only:
+        dst.write(np.zeros(()), c.mask)
+    return c
+
+
+def exec_dma_copy(st, c: Call) -> None:
+    src, dst = c.ins[0], c.out
+    arr = fit(st, src.read(c.mask), src.shape, dst.shape, "dma_copy")
+    if c.p["rmw"] is not None:
+        arr = f32(dst, c.mask) + dtypes.to_f32(arr)
+    dst.write(arr, c.mask)
+
+
+def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, **_):
+    src = tile(st, src, "dma_transpose", "src", ANY)
+    nd = len(src.shape)
+    axes = tuple(axes) if axes is not None else tuple(reversed(range(nd)))
+    if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)):
+        raise st.error("err_unsupported_transpose_axes", f"dma_transpose axes {axes} not in (1,0), (2,1,0), (3,1,2,0)")
+    shape = tuple(src.shape[a] for a in axes)
+    check_partitions(st, shape, "dma_transpose", "result")
+    c = Call("nisa.dma_transpose", "dma")
+    c.mask = op_mask(st, mask)
+    c.ins = [src]
+    c.p["axes"] = axes
+    c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, src.dtype))
+    if src.alloc.buffer in HBM_KINDS:
+        track_load(st, src, None)
+    return c
+
+
+def exec_dma_transpose(st, c: Call) -> None:
+    set_result(c.out, np.transpose(c.ins[0].read(), c.p["axes"]), c.mask)
+
+
+def check_atomic_rmw(st, dst, value, op, *, mask=None, **_):
+    dst = _hbm(st, dst, "atomic_rmw", "dst")
+    c = Call("atomic_rmw", "dma")
+    c.mask = op_mask(st, mask)
+    c.out = dst
+    c.p["v"] = value
+    if isinstance(value, Tensor):
+        c.ins = [tile(st, value, "atomic_rmw", "value")]
+    return c
+
+
+def exec_atomic_rmw(st, c: Call) -> None:
+    dst, v = c.out, c.p["v"]
+    arr = np.broadcast_to(lead_align(f32(v), len(dst.shape)), dst.shape)
+    if dst.adv is not None:
+        parent, idx = dst.adv
+        full = tuple(np.broadcast_to(i, dst.shape) for i in idx)
+        if c.mask is not None:
+            m = np.broadcast_to(_fit_mask(c.mask, dst.shape), dst.shape)
+            full, arr = tuple(i[m] for i in full), arr[m]
+        if parent.data.dtype == np.float32:
+            np.add.at(parent.data, full, arr)  # duplicate indices accumulate, as atomics do
+        else:
+            tmp = parent.data.astype(np.float32)
+            np.add.at(tmp, full, arr)
+            parent.data[...] = dtypes.cast(tmp, parent.dtype)
+        return
+    dst.write(f32(dst) + arr, c.mask)
+
+
+# --- views and casts (tensor methods; bookkeeping, no instruction except astype) -------------
+
+def check_reshape(st, t, shape):
+    if isinstance(shape, int):
+        shape = (shape,)
+    c = Call("reshape", None)
+    try:
+        data = t.data.reshape(tuple(shape))
+    except (ValueError, AttributeError) as exc:
+        raise st.error("err_invalid_reshape", f"cannot reshape {list(t.shape)} into {list(shape)}: {exc}") from None
+    if not np.shares_memory(data, t.data) and data.size > 1 and not st.trace_only:
+        raise st.error("err_invalid_reshape", f"reshape of a strided view {list(t.shape)} would copy")
+    r = Tensor(t.alloc, data, data.shape, 0,
+               None if t.wmask is None else t.wmask.reshape(data.shape),
+               None if t.stamp is None else t.stamp.reshape(data.shape),
+               None if t.lmask is None else t.lmask.reshape(data.shape))
+    c.result = r
+    return c
+
+
+def check_view(st, t, dt):
+    c = Call("view", None)
+    d = dtypes.storage(dtypes.resolve(dt))
+    data = t.data.view(d) if not st.trace_only else np.broadcast_to(np.zeros((), d), t.shape[:-1] + (t.shape[-1] * t.itemsize // d.itemsize,))
+    r = Tensor(t.alloc, data, data.shape, t.pdim)
+    r.dtype = dtypes.resolve(dt)
+    c.result = r
+    return c
+
+
+def check_astype(st, t, dt):
+    c = check_copy(st, t, dtype=dt)
+    c.op = "astype"
+    return c
+
+
+def check_expand_dims(st, t, axis):
+    c = Call("expand_dims", None)
+    data = np.expand_dims(t.data, axis)
+    c.result = Tensor(t.alloc, data, data.shape, t.pdim,
+                      None if t.wmask is None else np.expand_dims(t.wmask, axis))
+    return c
+
+
+def check_gather_flattened(st, data, indices, *, mask=None, dtype=None, **_):
+    data = tile(st, data, "gather_flattened", "data")
+    indices = tile(st, indices, "gather_flattened", "indices")
+    c = Call("gather_flattened", "gpsimd")
+    c.mask = op_mask(st, mask)
+    c.ins = [data, indices]
+    c.out = c.result = fresh(st, indices.shape, resolve_dtype(st, dtype, data.dtype))
+    return c
+
+
+def exec_gather_flattened(st, c: Call) -> None:
+    data, idx = c.ins[0].read(), c.ins[1].read().astype(np.int64)
+    flat = data.reshape(data.shape[0], -1)
+    ix = idx.reshape(idx.shape[0], -1) % max(flat.shape[1], 1)  # out of range: unspecified on hardware
+    set_result(c.out, np.take_along_axis(flat, ix, axis=1).reshape(idx.shape), c.mask)
+
+
+OPS = table(
+    Op("load", check_load, exec_load, cost_dma),
+    Op("store", check_store, exec_store, cost_dma),
+    Op("load_transpose2d", check_load_transpose2d, exec_load_transpose2d, cost_dma),
+    Op("copy", check_copy, exec_copy, cost_stream),
+    Op("nisa.tensor_copy", check_tensor_copy, exec_copy, cost_stream),
+    Op("broadcast_to", check_broadcast_to, exec_broadcast_to, cost_stream),
+    Op("assign", check_assign, exec_assign, lambda st, c: cost_dma(st, c) if c.engine == "dma" else cost_stream(st, c)),
+    Op("nisa.dma_copy", check_dma_copy, exec_dma_copy, cost_dma),
+    Op("nisa.dma_transpose", check_dma_transpose, exec_dma_transpose, cost_dma),
+    Op("atomic_rmw", check_atomic_rmw, exec_atomic_rmw, cost_dma),
+    Op("reshape", check_reshape, None, None),
+    Op("view", check_view, None, None),
+    Op("astype", check_astype, exec_copy, cost_stream),
+    Op("expand_dims", check_expand_dims, None, None),
+    Op("gather_flattened", check_gather_flattened, exec_gather_flattened, lambda st, c: 150 + c.out.size // max(c.out.shape[0], 1)),
+)

@@ -1,0 +1,266 @@
+"""Reductions along free axes, across partitions, and the statistics instructions (REFERENCE §3.6-§3.7)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki.dispatch import Call
+from evidence.nki.ops.base import (
+    MIN_II, Op, cost_gpsimd, cost_stream, f32, free_size, fresh, lead_align, op_mask, resolve_dtype, set_result,
+    table, tile,
+)
+from evidence.nki.ops.elementwise import _fn, _scalar_operand, _sval
+from evidence.nki.ops.functions import BINARY, REDUCE
+from evidence.nki.tensor import Tensor
+
+
+def _axes(st, axis, nd: int, op: str, strict: bool) -> tuple[int, ...]:
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    try:
+        axes = tuple(sorted(int(a) % nd for a in axes))
+    except (TypeError, ValueError):
+        raise st.error("err_invalid_reduce_axis", f"'{op}' axis {axis!r} is not an int or list of ints") from None
+    if 0 in axes:
+        raise st.error(
+            "err_unsupported_reduce_axis",
+            f"'{op}' cannot reduce the partition axis 0 (axis={axis!r}); reduce free axes, or use "
+            "tensor_partition_reduce / a matmul with ones",
+        )
+    if strict and (axes[-1] != nd - 1 or axes != tuple(range(axes[0], axes[0] + len(axes)))):
+        raise st.error(
+            "err_unsupported_reduce_axis",
+            f"'{op}' axes {list(axes)} must be consecutive free axes that include the last axis",
+        )
+    return axes
+
+
+def _reduce_call(st, name: str, engine: str, x, axis, keepdims: bool, dtype, mask, strict: bool, red: str):
+    x = tile(st, x, name, "x")
+    nd = len(x.shape)
+    axes = _axes(st, axis, nd, name, strict)
+    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape)) if keepdims else tuple(
+        s for i, s in enumerate(x.shape) if i not in axes)
+    default = x.dtype
+    if red == "mean" and dtypes.is_int(x.dtype):
+        default = dtypes.float32
+    if red == "all":
+        default = dtypes.bool_
+    c = Call(name, engine)
+    c.mask = op_mask(st, mask)
+    c.ins = [x]
+    c.p.update(axes=axes, keepdims=keepdims, red=red)
+    c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, default))
+    c.elements = x.size
+    return c
+
+
+def exec_reduce(st, c: Call) -> None:
+    x = c.ins[0]
+    red = c.p["red"]
+    v = x.read(c.mask)
+    if red in ("bitwise_or", "bitwise_and", "bitwise_xor"):
+        fn = REDUCE[red]
+        r = v
+        for ax in reversed(c.p["axes"]):
+            r = fn(r, axis=ax, keepdims=c.p["keepdims"])
+        set_result(c.out, r)
+        return
+    v = dtypes.to_f32(v)
+    if c.mask is not None:  # masked-out elements do not take part
+        m = np.broadcast_to(lead_align(c.mask, v.ndim), v.shape)
+        neutral = {"sum": 0, "mean": 0, "max": -np.inf, "min": np.inf, "prod": 1, "all": 1, "var": 0}[red]
+        v = np.where(m, v, np.float32(neutral))
+    kw = {"axis": c.p["axes"], "keepdims": c.p["keepdims"]}
+    with np.errstate(all="ignore"):
+        if red == "var":
+            r = v.var(**kw)
+        elif red == "all":
+            r = np.all(v != 0, **kw)
+        else:
+            r = getattr(np, red)(v, **kw)
+    set_result(c.out, r)
+
+
+def nl_reduction(name: str) -> Op:
+    def check(st, x, axis, *, dtype=None, mask=None, keepdims=False, **_):
+        return _reduce_call(st, name, "vector", x, axis, keepdims, dtype, mask, False, name)
+    return Op(name, check, exec_reduce, lambda st, c: max(MIN_II, free_size(c.ins[0].shape)))
+
+
+_RED_NAMES = {"add": "sum", "sum": "sum", "max": "max", "maximum": "max", "amax": "max", "min": "min",
+              "minimum": "min", "amin": "min", "multiply": "prod", "prod": "prod", "mean": "mean",
+              "bitwise_or": "bitwise_or", "bitwise_and": "bitwise_and", "bitwise_xor": "bitwise_xor",
+              "logical_and": "all", "all": "all"}
+
+
+def _red_name(st, op) -> str:
+    name = _fn(st, {k: k for k in _RED_NAMES}, op, "reduction op")[0]
+    return _RED_NAMES[name]
+
+
+def check_tensor_reduce(st, op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **_):
+    c = _reduce_call(st, "nisa.tensor_reduce", "vector", data, axis, keepdims, dtype, mask, True, _red_name(st, op))
+    c.p["negate"] = negate
+    return c
+
+
+def exec_tensor_reduce(st, c: Call) -> None:
+    exec_reduce(st, c)
+    if c.p.get("negate"):
+        c.out.alloc.data = c.out.data = dtypes.cast(-dtypes.to_f32(c.out.data), c.out.dtype)
+
+
+def check_partition_reduce(st, op, data, *, mask=None, dtype=None, **_):
+    data = tile(st, data, "tensor_partition_reduce", "data", ("sbuf",))
+    c = Call("nisa.tensor_partition_reduce", "gpsimd")
+    c.mask = op_mask(st, mask)
+    c.ins = [data]
+    c.p["red"] = _red_name(st, op)
+    c.out = c.result = fresh(st, (1,) + tuple(data.shape[1:]), resolve_dtype(st, dtype, data.dtype))
+    return c
+
+
+def exec_partition_reduce(st, c: Call) -> None:
+    v = c.ins[0].read(c.mask)
+    red = c.p["red"]
+    if red.startswith("bitwise"):
+        r = REDUCE[red](v, axis=0, keepdims=True)
+    else:
+        r = getattr(np, red)(dtypes.to_f32(v), axis=0, keepdims=True)
+    set_result(c.out, r)
+
+
+def check_tensor_scalar_reduce(st, *, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None,
+                               mask=None, **_):
+    data = tile(st, data, "tensor_scalar_reduce", "data")
+    res = tile(st, reduce_res, "tensor_scalar_reduce", "reduce_res")
+    c = Call("nisa.tensor_scalar_reduce", "vector")
+    c.mask = op_mask(st, mask)
+    c.ins = [data]
+    c.p.update(f0=_fn(st, BINARY, op0, "op0")[1], o0=_scalar_operand(st, operand0, data, "tensor_scalar_reduce", "operand0"),
+               r0=reverse0, red=_red_name(st, reduce_op), res=res)
+    c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
+    if st.trace_only:
+        res.write(np.zeros(()))
+    return c
+
+
+def exec_tensor_scalar_reduce(st, c: Call) -> None:
+    data = c.ins[0]
+    p = c.p
+    v = f32(data, c.mask)
+    o = _sval(p["o0"], len(data.shape))
+    r = p["f0"](o, v) if p["r0"] else p["f0"](v, o)
+    set_result(c.out, r, c.mask)
+    flat = r.reshape(r.shape[0], -1)
+    red = getattr(np, p["red"])(flat, axis=1)
+    p["res"].write(red.reshape(p["res"].shape))
+
+
+def check_bn_stats(st, data, *, mask=None, dtype=None, **_):
+    data = tile(st, data, "bn_stats", "data")
+    if free_size(data.shape) > 512:
+        raise st.error(
+            "err_size_of_dimension_exceed_arch_limit",
+            f"free size {free_size(data.shape)} of 'data' {list(data.shape)} in 'bn_stats' exceed architecture limitation of 512",
+        )
+    c = Call("nisa.bn_stats", "vector")
+    c.mask = op_mask(st, mask)
+    c.ins = [data]
+    c.out = c.result = fresh(st, (data.shape[0], 6), resolve_dtype(st, dtype, dtypes.float32))
+    return c
+
+
+def exec_bn_stats(st, c: Call) -> None:
+    v = f32(c.ins[0], c.mask).reshape(c.ins[0].shape[0], -1).astype(np.float64)
+    out = []
+    for part in (v[:, 0::2], v[:, 1::2]):
+        n = part.shape[1]
+        mean = part.mean(axis=1) if n else np.zeros(v.shape[0])
+        m2 = ((part - mean[:, None]) ** 2).sum(axis=1) if n else np.zeros(v.shape[0])
+        out += [np.full(v.shape[0], n, np.float64), mean, m2]
+    set_result(c.out, np.stack(out, axis=1).astype(np.float32))
+
+
+def check_bn_aggr(st, data, *, mask=None, dtype=None, **_):
+    data = tile(st, data, "bn_aggr", "data")
+    if free_size(data.shape) % 3:
+        raise st.error("err_invalid_bn_aggr_input", f"bn_aggr input {list(data.shape)} is not a list of bn_stats triples")
+    c = Call("nisa.bn_aggr", "vector")
+    c.mask = op_mask(st, mask)
+    c.ins = [data]
+    c.out = c.result = fresh(st, (data.shape[0], 2), resolve_dtype(st, dtype, dtypes.float32))
+    return c
+
+
+def exec_bn_aggr(st, c: Call) -> None:
+    v = f32(c.ins[0]).reshape(c.ins[0].shape[0], -1, 3).astype(np.float64)
+    n, mean, m2 = v[..., 0], v[..., 1], v[..., 2]
+    total = n.sum(axis=1)
+    mu = (n * mean).sum(axis=1) / np.maximum(total, 1)
+    var = (m2.sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / np.maximum(total, 1)
+    set_result(c.out, np.stack([mu, var], axis=1).astype(np.float32))
+
+
+def check_max8(st, *args, src=None, dtype=None, mask=None, **_):
+    src = tile(st, src if src is not None else args[0], "max8", "src")
+    n = free_size(src.shape)
+    if not 8 <= n <= 16384:
+        raise st.error("err_size_of_dimension_exceed_arch_limit", f"max8 needs 8..16384 elements per partition, got {n}")
+    c = Call("nisa.max8", "vector")
+    c.ins = [src]
+    c.out = c.result = fresh(st, (src.shape[0], 8), resolve_dtype(st, dtype, src.dtype))
+    return c
+
+
+def exec_max8(st, c: Call) -> None:
+    v = f32(c.ins[0]).reshape(c.ins[0].shape[0], -1)
+    set_result(c.out, -np.sort(-v, axis=1)[:, :8])
+
+
+_TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*=\s*[\w.]*loop_reduce\(")
+
+
+def check_loop_reduce(st, x, op, loop_indices=None, *, dtype=None, mask=None, **_):
+    """nl.loop_reduce: the assignment target is also the right-hand operand of `op`."""
+    import linecache
+    import sys
+
+    x = tile(st, x, "loop_reduce", "x")
+    _, fn = _fn(st, BINARY, op, "loop_reduce op")
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename not in st.files:
+        f = f.f_back
+    dst = None
+    if f is not None:
+        m = _TARGET.match(linecache.getline(f.f_code.co_filename, f.f_lineno))
+        if m and isinstance(f.f_locals.get(m.group(1)), Tensor):
+            dst = f.f_locals[m.group(1)]
+    if dst is None:
+        raise st.error("err_loop_reduce_target", "loop_reduce needs an existing tile as its assignment target (b = nl.loop_reduce(a, ...))")
+    c = Call("loop_reduce", "vector")
+    c.mask = op_mask(st, mask)
+    c.ins = [x, dst]
+    c.p["fn"] = fn
+    c.out = c.result = dst
+    return c
+
+
+def exec_loop_reduce(st, c: Call) -> None:
+    x, dst = c.ins
+    dst.write(np.broadcast_to(c.p["fn"](f32(dst), lead_align(f32(x, c.mask), len(dst.shape))), dst.shape))
+
+
+OPS = table(
+    *[nl_reduction(n) for n in ("sum", "max", "min", "mean", "prod", "var", "all")],
+    Op("nisa.tensor_reduce", check_tensor_reduce, exec_tensor_reduce, lambda st, c: max(MIN_II, free_size(c.ins[0].shape))),
+    Op("nisa.tensor_partition_reduce", check_partition_reduce, exec_partition_reduce, cost_gpsimd),
+    Op("nisa.tensor_scalar_reduce", check_tensor_scalar_reduce, exec_tensor_scalar_reduce, lambda st, c: cost_stream(st, c) + MIN_II),
+    Op("nisa.bn_stats", check_bn_stats, exec_bn_stats, lambda st, c: free_size(c.ins[0].shape)),
+    Op("nisa.bn_aggr", check_bn_aggr, exec_bn_aggr, lambda st, c: max(MIN_II, 13 * free_size(c.ins[0].shape) / 3)),
+    Op("nisa.max8", check_max8, exec_max8, lambda st, c: free_size(c.ins[0].shape)),
+    Op("loop_reduce", check_loop_reduce, exec_loop_reduce, cost_stream),
+)

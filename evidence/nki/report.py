@@ -1,0 +1,94 @@
+"""`Simulation.report`: trace statistics and findings, a pydantic model (a serialised boundary)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from evidence.nki.state import PSUM_BANKS, SBUF_USABLE_BYTES, State
+from evidence.nki.trace import ENGINES
+
+
+class FindingModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int = 0
+    severity: str = "medium"
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    target: str
+    trace_only: bool
+    instructions: int
+    instr_by_engine: dict[str, int]
+    elements_by_engine: dict[str, int]
+    cycles_by_engine: dict[str, float]  # engine cycles; "dma" in nanoseconds
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    sbuf_read_bytes: int
+    sbuf_write_bytes: int
+    psum_read_bytes: int
+    psum_write_bytes: int
+    dma_count: int
+    dma_bytes: int
+    dma_bytes_mean: float
+    dma_small_count: int  # transfers moving < 512 B per partition
+    dma_size_histogram: dict[str, int]  # "<=N bytes" power-of-two buckets -> transfers
+    redundant_hbm_read_bytes: int
+    matmul_flops: int
+    partition_utilisation: float  # mean active partitions / 128 over compute instructions
+    sbuf_peak_bytes_per_partition: int
+    sbuf_usable_bytes_per_partition: int
+    psum_peak_banks: int
+    findings: tuple[FindingModel, ...] = ()
+
+
+def build_report(st: State) -> Report:
+    agg = st.recorder.agg
+    findings = list(st.findings.values())
+    usable = SBUF_USABLE_BYTES[st.target]
+    out = [FindingModel(code=f.code, message=f.message, file=f.file, line=f.line, severity=f.severity) for f in findings]
+    if st.sbuf_peak > usable and not any(f.code == "sbuf_capacity_exceeded" for f in out):
+        out.append(FindingModel(
+            code="sbuf_capacity_exceeded", severity="medium",
+            message=f"peak live SBUF {st.sbuf_peak} B per partition exceeds the {usable} B usable on {st.target} "
+            "(the compiler may spill, or allocates block dimensions per iteration, so the real need can be lower)",
+        ))
+    if st.psum_peak > PSUM_BANKS and not any(f.code == "psum_capacity_exceeded" for f in out):
+        out.append(FindingModel(
+            code="psum_capacity_exceeded", severity="medium",
+            message=f"peak live PSUM {st.psum_peak} banks exceeds the {PSUM_BANKS} banks per partition",
+        ))
+    return Report(
+        target=st.target,
+        trace_only=st.trace_only,
+        instructions=sum(agg.instr.values()),
+        instr_by_engine=dict(agg.instr),
+        elements_by_engine=dict(agg.elements),
+        cycles_by_engine={k: round(v, 3) for k, v in agg.cycles.items()},
+        hbm_read_bytes=agg.reads[0],
+        hbm_write_bytes=agg.writes[0],
+        sbuf_read_bytes=agg.reads[1],
+        sbuf_write_bytes=agg.writes[1],
+        psum_read_bytes=agg.reads[2],
+        psum_write_bytes=agg.writes[2],
+        dma_count=agg.dma_count,
+        dma_bytes=agg.dma_bytes,
+        dma_bytes_mean=agg.dma_bytes / agg.dma_count if agg.dma_count else 0.0,
+        dma_small_count=agg.dma_small,
+        dma_size_histogram={f"<={k}": v for k, v in sorted(agg.dma_hist.items())},
+        redundant_hbm_read_bytes=st.redundant_bytes,
+        matmul_flops=agg.flops,
+        partition_utilisation=round(agg.partition_sum / (128 * agg.compute_instr), 6) if agg.compute_instr else 0.0,
+        sbuf_peak_bytes_per_partition=st.sbuf_peak,
+        sbuf_usable_bytes_per_partition=usable,
+        psum_peak_banks=st.psum_peak,
+        findings=tuple(out),
+    )
+
+
+__all__ = ["ENGINES", "FindingModel", "Report", "build_report"]

@@ -1,0 +1,153 @@
+"""`neuronxcc.nki.language` (nl) as the simulator provides it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes as _dt
+from evidence.nki import state as _state
+from evidence.nki.indexing import arange, ds, mgrid  # noqa: F401  (re-exported API)
+from evidence.nki.ops import OPS as _OPS
+from evidence.nki.ops.create import ParDim as par_dim  # noqa: F401
+from evidence.nki.shim._common import missing_attribute, op_function
+
+float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
+int8, uint8, int16, uint16, int32, uint32 = _dt.int8, _dt.uint8, _dt.int16, _dt.uint16, _dt.int32, _dt.uint32
+bool_ = _dt.bool_
+
+
+class _FP32Limits:
+    """`nl.fp32.min` is the most negative finite fp32 (0xff7fffff)."""
+
+    min = float(np.finfo(np.float32).min)
+    max = float(np.finfo(np.float32).max)
+    dtype = _dt.float32
+
+
+fp32 = _FP32Limits()
+
+
+class Buffer:
+    """A memory kind (`nl.sbuf`, `nl.psum`, `nl.hbm`...); allocation helpers return the same kind."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return self.kind
+
+    def auto_alloc(self, *a, **k):
+        return self
+
+    def alloc(self, *a, **k):
+        return self
+
+    def mod_alloc(self, *a, **k):
+        return self
+
+    def view(self, *a, **k):
+        return self
+
+
+sbuf, psum = Buffer("sbuf"), Buffer("psum")
+hbm, private_hbm, shared_hbm = Buffer("private_hbm"), Buffer("private_hbm"), Buffer("shared_hbm")
+
+
+class _TileSize:
+    pmax = 128
+    psum_fmax = 512
+    psum_bank_fmax = 512
+    psum_bank_fmax_bytes = 2048
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+    psum_num_banks = 8
+
+    @property
+    def total_available_sbuf_size(self) -> int:
+        st = _state.get()
+        return _state.SBUF_USABLE_BYTES[st.target if st else "trn2"]
+
+
+tile_size = _TileSize()
+
+
+class _Range:
+    """affine_range / sequential_range / static_range: run in order, tracked for dependency checks."""
+
+    __slots__ = ("kind", "r")
+
+    def __init__(self, kind: str, r: range) -> None:
+        self.kind = kind
+        self.r = r
+
+    def __len__(self) -> int:
+        return len(self.r)
+
+    def __iter__(self):
+        st = _state.get()
+        if st is None:
+            yield from self.r
+            return
+        frame = st.new_loop(self.kind)
+        st.loops.append(frame)
+        try:
+            for i in self.r:
+                frame.it = i
+                yield i
+        finally:
+            if frame in st.loops:
+                st.loops.remove(frame)
+            st.reset_path()
+
+
+def _range(kind: str):
+    def make(start, stop=None, step=1, **_directives):
+        if stop is None:
+            start, stop = 0, start
+        return _Range(kind, range(int(start), int(stop), int(step)))
+
+    make.__name__ = kind + "_range"
+    return make
+
+
+affine_range = _range("affine")
+sequential_range = _range("sequential")
+static_range = _range("static")
+
+
+def program_id(axis: int = 0) -> int:
+    st = _state.current()
+    return st.program_id[axis] if axis < len(st.program_id) else 0
+
+
+def num_programs(axes=None) -> int:
+    st = _state.current()
+    if axes is None:
+        return int(np.prod(st.grid)) if st.grid else 1
+    if isinstance(axes, (tuple, list)):
+        return int(np.prod([st.grid[a] if a < len(st.grid) else 1 for a in axes]))
+    return st.grid[axes] if axes < len(st.grid) else 1
+
+
+def program_ndim() -> int:
+    return len(_state.current().grid)
+
+
+def nc(n: int) -> int:
+    return int(n)
+
+
+def spmd_dim(*dims) -> int:
+    return int(np.prod([int(d) for d in dims]))
+
+
+# every non-ISA, public op in the table becomes an nl function
+for _name in _OPS:
+    if not _name.startswith("nisa.") and _name not in ("assign", "iadd", "inplace", "reshape", "view", "astype"):
+        globals()[_name] = op_function(_name, _name)
+
+__getattr__ = missing_attribute(__name__, "")

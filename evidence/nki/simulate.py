@@ -1,0 +1,173 @@
+"""`simulate(kernel, *args, ...)`: run a kernel (all SPMD instances) on numpy and report.
+
+Arguments are wrapped as HBM tensors without copying (inputs stay immutable unless annotated
+`nt.mutable_tensor`; old-style output arguments are written in place). Outputs are the
+kernel's returned tensors, or, when it returns nothing, the arguments it wrote.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki import state as _state
+from evidence.nki.errors import EvidenceError, KernelError, SimulationError
+from evidence.nki.kernel import Kernel
+from evidence.nki.loader import LOADED_FILES, shim_imports
+from evidence.nki.report import Report, build_report
+from evidence.nki.shim.typing import TensorSpec, mutable_tensor
+from evidence.nki.tensor import Alloc, Tensor
+from evidence.nki.trace import TraceEvent
+
+
+@dataclass
+class Simulation:
+    outputs: tuple  # numpy arrays (empty in trace-only mode)
+    report: Report
+    returned: object = None  # what the kernel returned, as numpy (single array, tuple or None)
+    output_shapes: tuple = ()  # ((shape, dtype name), ...) also in trace-only mode
+    trace: list[TraceEvent] = field(default_factory=list, repr=False)
+
+
+def _wrap(st: _state.State, a, index: int, mutable: bool):
+    if isinstance(a, TensorSpec):
+        if not st.trace_only:
+            raise SimulationError("err_placeholder_needs_trace_only", f"argument {index} is a shape placeholder {a!r}; use trace_only=True")
+        alloc = Alloc(st, "shared_hbm", a.shape, a.dtype, None)
+    elif isinstance(a, np.ndarray) or (hasattr(a, "__array__") and not np.isscalar(a)):
+        arr = np.asarray(a)
+        dt = dtypes.resolve(arr.dtype)
+        if dtypes.storage(dt) != arr.dtype:
+            arr = arr.astype(dtypes.storage(dt))  # fp64/int64 narrowed to what NKI has
+        alloc = Alloc(st, "shared_hbm", arr.shape, dt, arr if not st.trace_only else None)
+    else:
+        return a
+    alloc.param = index
+    alloc.mutable = mutable or getattr(a, "mutable", False)
+    alloc.name = f"argument {index}"
+    alloc.lmask = np.zeros(alloc.shape, dtype=bool)
+    return Tensor.whole(alloc)
+
+
+def _mutable_params(func) -> set[str]:
+    try:
+        ann = inspect.get_annotations(func)
+    except Exception:
+        return set()
+    return {k for k, v in ann.items() if v is mutable_tensor or getattr(v, "mutable", False)
+            or (isinstance(v, str) and "mutable_tensor" in v)}
+
+
+def _kernel_line(exc: BaseException, files: dict[str, str]) -> tuple[str | None, int]:
+    where = (None, 0)
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name in files:
+            where = (files[name], tb.tb_lineno)
+        tb = tb.tb_next
+    return where
+
+
+def _as_numpy(x):
+    if isinstance(x, Tensor):
+        return x.alloc.data if x.adv is None and x.data is x.alloc.data else np.array(x.read())
+    if isinstance(x, (tuple, list)):
+        return tuple(_as_numpy(v) for v in x)
+    return x
+
+
+def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = False, keep_trace: bool = True,
+             **kwargs) -> Simulation:
+    """Run `kernel` (an nki.jit object or plain function) on numpy arrays / plain values.
+
+    Raises SimulationError (constraint violations, with kernel file:line) or KernelError
+    (`python_error`: the kernel's own code raised); `exc.report` holds the partial report.
+    """
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+    func = k.func
+    grid = tuple(int(g) for g in (grid if grid is not None else k.grid))
+    if isinstance(grid, tuple) and len(grid) == 0:
+        grid = ()
+    fname = func.__code__.co_filename
+    files = dict(LOADED_FILES)
+    files.setdefault(fname, func.__globals__.get("__nki_display__") or os.path.basename(fname))
+    st = _state.State(target, trace_only, files, keep_trace)
+    st.kernel_codes = {func.__code__}
+    mutable = _mutable_params(func)
+    names = list(inspect.signature(func).parameters)
+    wrapped = [_wrap(st, a, i, i < len(names) and names[i] in mutable) for i, a in enumerate(args)]
+    wkw = {n: _wrap(st, a, len(args) + j, n in mutable) for j, (n, a) in enumerate(kwargs.items())}
+    prev = _state.set_current(st)
+    ret = None
+    try:
+        with shim_imports():
+            for pid in (np.ndindex(*grid) if grid else [()]):
+                st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
+                st.reset_path()
+                ret = func(*wrapped, **wkw)
+        _post_checks(st, ret, wrapped, wkw)
+    except EvidenceError as exc:
+        exc.report = build_report(st)
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:
+        file, line = _kernel_line(exc, files)
+        err = KernelError("python_error", f"{type(exc).__name__}: {exc}", file, line)
+        err.report = build_report(st)
+        raise err from exc
+    finally:
+        _state.set_current(prev)
+    if k.timing:
+        st.findings[("timing",)] = _state.Finding(
+            "benchmark_no_timing", f"kernel is decorated with nki.{k.timing}: simulation has no timing model, "
+            "so no latency was measured", files.get(fname), func.__code__.co_firstlineno, "info")
+    outputs, returned, shapes = _outputs(st, ret, wrapped + list(wkw.values()))
+    return Simulation(outputs, build_report(st), returned, shapes, st.recorder.events)
+
+
+def _post_checks(st, ret, wrapped, wkw) -> None:
+    returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
+    if returned:
+        allp = wrapped + list(wkw.values())
+        for idx, (file, line) in sorted(st.param_writes.items()):
+            t = allp[idx] if idx < len(allp) else None
+            if isinstance(t, Tensor) and not t.alloc.mutable:
+                raise SimulationError(
+                    "err_cannot_update_immutable_parameter",
+                    f"the kernel stores into input {idx} ({list(t.shape)}); annotate it nt.mutable_tensor or copy it",
+                    file, line,
+                )
+    for r in returned:
+        if isinstance(r, Tensor):
+            if r.alloc.buffer not in ("shared_hbm", "private_hbm", "hbm"):
+                raise st.error("err_unsupported_memory", f"kernel outputs must be HBM tensors, got {r.alloc.buffer}")
+            stamp = r.alloc.stamp
+            if stamp is not None:
+                written = np.count_nonzero(stamp >= 0)
+                if written == 0:
+                    st.findings[("unwritten", id(r.alloc))] = _state.Finding(
+                        "err_tensor_output_not_written_to", f"output {list(r.shape)} is never written", None, 0, "high")
+                elif written < stamp.size:
+                    st.findings[("partial", id(r.alloc))] = _state.Finding(
+                        "output_not_fully_written",
+                        f"only {written} of {stamp.size} elements of output {list(r.shape)} are written "
+                        "(the rest is garbage on hardware)", None, 0, "high")
+
+
+def _outputs(st, ret, params):
+    if ret is None:
+        outs = tuple(params[i] for i in sorted(st.param_writes) if i < len(params) and isinstance(params[i], Tensor))
+        returned = None
+    else:
+        outs = tuple(ret) if isinstance(ret, (tuple, list)) else (ret,)
+        returned = _as_numpy(ret)
+    shapes = tuple((tuple(t.shape), dtypes.name(t.dtype)) for t in outs if isinstance(t, Tensor))
+    if st.trace_only:
+        return (), None, shapes
+    return tuple(_as_numpy(t) for t in outs), returned, shapes

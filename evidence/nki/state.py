@@ -1,0 +1,166 @@
+"""The run-time state of one simulation: where the kernel is, loops, findings, memory peaks.
+
+One `State` is current while a kernel runs (a module global, saved and restored around nested
+simulations). Every instruction asks it for the kernel file:line of the call, by walking the
+Python frames up to the first one whose code belongs to a kernel file.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from evidence.nki.errors import SimulationError
+from evidence.nki.trace import Recorder
+
+SBUF_USABLE_BYTES = {"trn1": 180224, "inf2": 180224, "trn2": 212984}
+PSUM_BANKS = 8
+PSUM_BANK_BYTES = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    message: str
+    file: str | None
+    line: int
+    severity: str  # info | low | medium | high | critical
+
+
+class LoopFrame:
+    __slots__ = ("kind", "token", "it")
+
+    def __init__(self, kind: str, token: int) -> None:
+        self.kind = kind
+        self.token = token
+        self.it = -1
+
+
+class State:
+    def __init__(self, target: str, trace_only: bool, kernel_files: dict[str, str], keep_trace: bool = True):
+        if target not in SBUF_USABLE_BYTES:
+            raise ValueError(f"unknown target {target!r}; expected one of {sorted(SBUF_USABLE_BYTES)}")
+        self.target = target
+        self.trace_only = trace_only
+        self.files = kernel_files  # code filename -> display name
+        self.kernel_codes: set = set()  # code objects of the top-level kernel functions
+        self.recorder = Recorder(keep_trace)
+        self.findings: dict[tuple, Finding] = {}
+        self.loops: list[LoopFrame] = []
+        self._tokens = 0
+        self.paths: list[tuple] = []
+        self._path_key: tuple | None = None
+        self.program_id: tuple[int, ...] = ()
+        self.grid: tuple[int, ...] = ()
+        self.shared: list = []  # shared_hbm allocations, reused across SPMD instances in creation order
+        self.shared_next = 0
+        self.sbuf_live = 0
+        self.sbuf_peak = 0
+        self.psum_live = 0
+        self.psum_peak = 0
+        self.redundant_bytes = 0
+        self.param_writes: dict[int, tuple[str | None, int]] = {}
+        self.rng = np.random.default_rng(0)
+        self.nc_version = 2 if target in ("trn1", "inf2") else 3
+
+    # --- where in the kernel -------------------------------------------------------------
+    def where(self) -> tuple[str | None, int]:
+        f = sys._getframe(1)
+        files = self.files
+        while f is not None:
+            name = f.f_code.co_filename
+            if name in files:
+                return files[name], f.f_lineno
+            f = f.f_back
+        return None, 0
+
+    def in_kernel_top_level(self) -> bool:
+        """True when the innermost kernel-file frame is a top-level kernel function (not a helper)."""
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_filename in self.files:
+                return f.f_code in self.kernel_codes
+            f = f.f_back
+        return True
+
+    def error(self, code: str, message: str) -> SimulationError:
+        file, line = self.where()
+        return SimulationError(code, message, file, line)
+
+    def finding(self, code: str, message: str, severity: str, once_per_code: bool = False) -> None:
+        file, line = self.where()
+        key = (code,) if once_per_code else (code, file, line)
+        if key not in self.findings:
+            self.findings[key] = Finding(code, message, file, line, severity)
+
+    # --- loops and write provenance ------------------------------------------------------
+    def new_loop(self, kind: str) -> LoopFrame:
+        self._tokens += 1
+        return LoopFrame(kind, self._tokens)
+
+    def path_id(self) -> int:
+        """Id of the current loop-iteration path (SPMD instance first, then each loop level)."""
+        key = tuple((fr.token, fr.it) for fr in self.loops)
+        if key != self._path_key:
+            kinds = ("affine",) + tuple(fr.kind for fr in self.loops)
+            self.paths.append((((0, self._spmd_flat()),) + key, kinds))
+            self._path_key = key
+        return len(self.paths) - 1
+
+    def _spmd_flat(self) -> int:
+        return int(np.ravel_multi_index(self.program_id, self.grid)) if self.grid else 0
+
+    def reset_path(self) -> None:
+        self._path_key = None
+
+    def conflicting(self, earlier: int, now: int) -> bool:
+        """Do two write paths differ first at an affine level (different iterations of one loop)?"""
+        (a, kinds), (b, _) = self.paths[earlier], self.paths[now]
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x == y:
+                continue
+            return x[0] == y[0] and kinds[i] == "affine"
+        return False
+
+    # --- on-chip memory accounting -------------------------------------------------------
+    def alloc_onchip(self, buffer: str, per_partition: int) -> int:
+        if buffer == "sbuf":
+            self.sbuf_live += per_partition
+            if self.sbuf_live > self.sbuf_peak:
+                self.sbuf_peak = self.sbuf_live
+            return per_partition
+        banks = -(-per_partition // PSUM_BANK_BYTES)
+        self.psum_live += banks
+        if self.psum_live > self.psum_peak:
+            self.psum_peak = self.psum_live
+        return banks
+
+    def free_onchip(self, buffer: str, amount: int) -> None:
+        if buffer == "sbuf":
+            self.sbuf_live -= amount
+        else:
+            self.psum_live -= amount
+
+
+_current: State | None = None
+
+
+def current() -> State:
+    if _current is None:
+        raise SimulationError(
+            "err_nki_api_outside_of_nki_kernel",
+            "NKI API used outside a kernel run; call it from a function run by evidence.nki.simulate",
+        )
+    return _current
+
+
+def get() -> State | None:
+    return _current
+
+
+def set_current(st: State | None) -> State | None:
+    global _current
+    prev, _current = _current, st
+    return prev

@@ -1,0 +1,412 @@
+"""Tensors and tiles: an allocation in one buffer, and views of it made by indexing.
+
+`Alloc` owns the storage (numpy, in the declared dtype), the buffer kind and the bookkeeping
+masks: `wmask` (which elements of an uninitialised on-chip tensor were written), `stamp`
+(HBM tensors written by the kernel: which write path last wrote each element, -1 = never) and
+`lmask` (HBM inputs: which elements were already loaded, for redundant-read accounting).
+`Tensor` is a view: basic indexing (ints, slices, `...`) gives numpy views of all of these;
+advanced indexing (arange/mgrid grids, indirect index tiles) is kept lazy as (parent, index
+arrays) and resolved when an instruction reads or writes it, together with the op's mask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes
+from evidence.nki import state as _state
+from evidence.nki.indexing import IndexExpr, MaskExpr
+
+ONCHIP = ("sbuf", "psum")
+HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
+
+
+def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
+    """Trace-only storage: a zero-stride view, no memory behind it."""
+    return np.broadcast_to(np.zeros((), dtype=dtypes.storage(dt)), shape)
+
+
+class Alloc:
+    __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
+                 "mutable", "pdim", "state", "held", "reported", "__weakref__")
+
+    def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
+                 pdim: int = 0, name: str = "", uninit: bool = False) -> None:
+        self.buffer = buffer
+        self.dtype = dt
+        self.shape = shape
+        self.pdim = pdim
+        self.name = name
+        self.param = -1
+        self.mutable = False
+        self.stamp = None
+        self.lmask = None
+        self.reported = False
+        self.state = st
+        if data is None:
+            data = _dummy(shape, dt) if st.trace_only else dtypes.fill_uninitialised(shape, dt)
+        self.data = data
+        self.wmask = np.zeros(shape, dtype=bool) if uninit and buffer in ONCHIP and not st.trace_only else None
+        self.held = 0
+        if buffer in ONCHIP:
+            per_part = dtypes.itemsize(dt)
+            for i, n in enumerate(shape):
+                if i != pdim:
+                    per_part *= n
+            self.held = st.alloc_onchip(buffer, per_part)
+
+    def __del__(self) -> None:
+        if self.held:
+            self.state.free_onchip(self.buffer, self.held)
+
+
+class Tensor:
+    """A view of an allocation. Arithmetic operators dispatch to the element-wise ops."""
+
+    __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh")
+    __array_priority__ = 1000
+
+    def __init__(self, alloc: Alloc, data, shape, pdim=0, wmask=None, stamp=None, lmask=None, adv=None):
+        self.alloc = alloc
+        self.data = data
+        self.shape = shape
+        self.dtype = alloc.dtype
+        self.pdim = pdim
+        self.wmask = wmask
+        self.stamp = stamp
+        self.lmask = lmask
+        self.adv = adv
+        self.valid = None  # bool mask of the elements a masked instruction produced
+        self.fresh = False  # an instruction's result not yet bound to a destination
+
+    @classmethod
+    def whole(cls, alloc: Alloc) -> Tensor:
+        return cls(alloc, alloc.data, alloc.shape, alloc.pdim, alloc.wmask, alloc.stamp, alloc.lmask)
+
+    # --- numpy-like attributes -----------------------------------------------------------
+    @property
+    def buffer(self) -> str:
+        return self.alloc.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return dtypes.itemsize(self.dtype)
+
+    @property
+    def partitions(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.buffer}, {list(self.shape)}, {dtypes.name(self.dtype)})"
+
+    def __bool__(self) -> bool:
+        raise _state.current().error(
+            "err_ambiguous_tensor_truth_value", "the truth value of a tile is ambiguous; use &, |, ~ and masks"
+        )
+
+    def __iter__(self):
+        raise _state.current().error("err_unsupported_tensor_iteration", "a tile cannot be iterated; index it")
+
+    # --- indexing ------------------------------------------------------------------------
+    def __getitem__(self, key) -> Tensor:
+        return index(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        _dispatch.call("assign", (self, key, value), {})
+
+    # --- views and casts (tensor methods) ------------------------------------------------
+    def reshape(self, *shape) -> Tensor:
+        return _dispatch.call("reshape", (self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), {})
+
+    def view(self, dtype) -> Tensor:
+        return _dispatch.call("view", (self, dtype), {})
+
+    def astype(self, dtype) -> Tensor:
+        return _dispatch.call("astype", (self, dtype), {})
+
+    def broadcast_to(self, shape) -> Tensor:
+        return _dispatch.call("broadcast_to", (self,), {"shape": shape})
+
+    def expand_dims(self, axis) -> Tensor:
+        return _dispatch.call("expand_dims", (self, axis), {})
+
+    def assert_shape(self, shape) -> Tensor:
+        if tuple(shape) != tuple(self.shape):
+            raise _state.current().error("err_annotation_shape_mismatch", f"expected shape {list(shape)}, got {list(self.shape)}")
+        return self
+
+    # --- reading and writing (used by op rules) ------------------------------------------
+    def read(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """The values of this view as an array (a view when possible); reports uninitialised reads."""
+        if self.adv is None:
+            if self.wmask is not None and self.alloc.wmask is not None:
+                self._check_init(self.wmask, mask)
+            elif self.stamp is not None and self.alloc.param < 0:
+                self._check_init(self.stamp >= 0, mask)
+            return self.data
+        parent, idx = self.adv
+        idx = _clip_masked(idx, parent.shape, mask, self.shape)
+        if parent.wmask is not None and parent.alloc.wmask is not None:
+            self._check_init(parent.wmask[idx], mask)
+        return parent.data[idx]
+
+    def _check_init(self, written: np.ndarray, mask) -> None:
+        alloc = self.alloc
+        if alloc.reported:
+            return
+        ok = written if mask is None else (written | ~np.broadcast_to(_fit_mask(mask, written.shape), written.shape))
+        if not ok.all():
+            alloc.reported = True
+            alloc.state.finding(
+                "uninitialized_read",
+                f"read of {alloc.buffer} tensor {list(alloc.shape)} {alloc.name or ''} before it was written "
+                "(uninitialised memory: NaN in simulation, garbage on hardware)",
+                "high",
+            )
+
+    def write(self, value: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """Store `value` (already shaped like this view) into the allocation, only where `mask`."""
+        st = self.alloc.state
+        if self.adv is not None:
+            parent, idx = self.adv
+            idx = _clip_masked(idx, parent.shape, mask, self.shape)
+            if mask is not None:
+                m = np.broadcast_to(_fit_mask(mask, self.shape), self.shape)
+                idx = tuple(np.broadcast_to(i, self.shape)[m] for i in np.broadcast_arrays(*idx))
+                value = np.broadcast_to(value, self.shape)[m]
+            if not st.trace_only:
+                parent.data[idx] = dtypes.cast(value, self.dtype)
+            if parent.wmask is not None:
+                parent.wmask[idx] = True
+                _settle(parent.alloc)
+            if parent.stamp is not None:
+                _stamp(st, parent.alloc, parent.stamp, idx)
+            return
+        if not st.trace_only:
+            v = dtypes.cast(value, self.dtype) if (self.dtype is dtypes.tfloat32 or value.dtype.kind != self.data.dtype.kind) else value
+            if mask is None:
+                self.data[...] = v
+            else:
+                np.copyto(self.data, v, where=_fit_mask(mask, self.shape), casting="unsafe")
+        if self.wmask is not None and self.alloc.wmask is not None:
+            if mask is None:
+                self.wmask[...] = True
+            else:
+                self.wmask[...] |= _fit_mask(mask, self.shape)
+            _settle(self.alloc)
+        if self.stamp is not None:
+            _stamp(st, self.alloc, self.stamp, ..., mask)
+
+    # --- arithmetic operators (REFERENCE §3.6: overloads map to the element-wise ops) -------
+    def __add__(self, o): return _dispatch.call("add", (self, o), {})
+    def __radd__(self, o): return _dispatch.call("add", (o, self), {})
+    def __sub__(self, o): return _dispatch.call("subtract", (self, o), {})
+    def __rsub__(self, o): return _dispatch.call("subtract", (o, self), {})
+    def __mul__(self, o): return _dispatch.call("multiply", (self, o), {})
+    def __rmul__(self, o): return _dispatch.call("multiply", (o, self), {})
+    def __truediv__(self, o): return _dispatch.call("divide", (self, o), {})
+    def __rtruediv__(self, o): return _dispatch.call("divide", (o, self), {})
+    def __pow__(self, o): return _dispatch.call("power", (self, o), {})
+    def __rpow__(self, o): return _dispatch.call("power", (o, self), {})
+    def __mod__(self, o): return _dispatch.call("mod", (self, o), {})
+    def __rmod__(self, o): return _dispatch.call("mod", (o, self), {})
+    def __and__(self, o): return _dispatch.call("bitwise_and", (self, o), {})
+    def __rand__(self, o): return _dispatch.call("bitwise_and", (o, self), {})
+    def __or__(self, o): return _dispatch.call("bitwise_or", (self, o), {})
+    def __ror__(self, o): return _dispatch.call("bitwise_or", (o, self), {})
+    def __xor__(self, o): return _dispatch.call("bitwise_xor", (self, o), {})
+    def __rxor__(self, o): return _dispatch.call("bitwise_xor", (o, self), {})
+    def __lshift__(self, o): return _dispatch.call("left_shift", (self, o), {})
+    def __rshift__(self, o): return _dispatch.call("right_shift", (self, o), {})
+    def __invert__(self): return _dispatch.call("invert", (self,), {})
+    def __neg__(self): return _dispatch.call("negative", (self,), {})
+    def __abs__(self): return _dispatch.call("abs", (self,), {})
+    def __lt__(self, o): return _dispatch.call("less", (self, o), {})
+    def __le__(self, o): return _dispatch.call("less_equal", (self, o), {})
+    def __gt__(self, o): return _dispatch.call("greater", (self, o), {})
+    def __ge__(self, o): return _dispatch.call("greater_equal", (self, o), {})
+    def __eq__(self, o): return _dispatch.call("equal", (self, o), {})  # type: ignore[override]
+    def __ne__(self, o): return _dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
+    __hash__ = object.__hash__
+
+    def __iadd__(self, o): return _dispatch.call("iadd", (self, o), {})
+    def __isub__(self, o): return _dispatch.call("inplace", (self, o, "subtract"), {})
+    def __imul__(self, o): return _dispatch.call("inplace", (self, o, "multiply"), {})
+    def __itruediv__(self, o): return _dispatch.call("inplace", (self, o, "divide"), {})
+
+
+def _settle(alloc: Alloc) -> None:
+    """Stop tracking initialisation once every element of the allocation was written."""
+    if alloc.wmask is not None and alloc.wmask.all():
+        alloc.wmask = None
+
+
+def _fit_mask(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if mask.ndim < len(shape) and mask.shape[:1] == shape[:1]:
+        return mask.reshape(mask.shape + (1,) * (len(shape) - mask.ndim))
+    return mask
+
+
+def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
+    """Bounds-check advanced indices; masked-out positions may be out of range (never touched)."""
+    out = []
+    for i, (ix, dim) in enumerate(zip(idx, shape)):
+        if isinstance(ix, np.ndarray) and ix.size:
+            lo, hi = int(ix.min()), int(ix.max())
+            if lo < 0 or hi >= dim:
+                if mask is None:
+                    raise _state.current().error(
+                        "err_tensor_access_out_of_bound",
+                        f"index range [{lo}, {hi}] exceed dimension size of {dim} (axis {i}); use a mask",
+                    )
+                m = np.broadcast_to(_fit_mask(mask, view_shape), view_shape)
+                full = np.broadcast_to(ix, view_shape)
+                bad = ((full < 0) | (full >= dim)) & m
+                if bad.any():
+                    raise _state.current().error(
+                        "err_tensor_access_out_of_bound",
+                        f"masked index range still exceeds dimension size of {dim} (axis {i})",
+                    )
+                ix = np.where(m, full, 0)
+        out.append(ix)
+    return tuple(out)
+
+
+def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None) -> None:
+    """Record the write path of an HBM write; report writes by different affine iterations."""
+    pid = st.path_id()
+    if mask is not None and idx is ...:
+        region = stamp[_fit_mask(mask, stamp.shape) & np.ones(stamp.shape, bool)]
+    else:
+        region = stamp[idx]
+    if region.size and region.max() >= 0 and not alloc.reported:
+        prev = np.unique(region[region >= 0])
+        for p in prev[:64]:
+            if int(p) != pid and st.conflicting(int(p), pid):
+                st.finding(
+                    "err_unexpected_output_dependencies",
+                    f"different iterations of an affine_range loop (or SPMD instances) write the same "
+                    f"elements of {alloc.name or 'an HBM tensor'} {list(alloc.shape)}; index the write by the "
+                    "loop variable or use sequential_range",
+                    "high",
+                )
+                break
+    if mask is not None and idx is ...:
+        np.copyto(stamp, pid, where=_fit_mask(mask, stamp.shape))
+    else:
+        stamp[idx] = pid
+    if alloc.param >= 0 and alloc.param not in st.param_writes:
+        st.param_writes[alloc.param] = st.where()
+
+
+def index(t: Tensor, key) -> Tensor:
+    """t[key]: numpy-style basic views, or a lazy advanced access (REFERENCE §3.2)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    nd = len(t.shape)
+    adv = False
+    basic = False
+    comps = []
+    for k in key:
+        if isinstance(k, IndexExpr):
+            if not k.lifted and nd > 1:
+                raise _state.current().error(
+                    "err_1d_arange_not_supported",
+                    "a 1-D nl.arange index must be lifted to 2-D with [:, None] or [None, :]",
+                )
+            adv = True
+            comps.append(k.a)
+        elif isinstance(k, Tensor):
+            adv = True
+            comps.append(dtypes.cast(k.read(), np.int64) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
+        elif isinstance(k, MaskExpr):
+            raise _state.current().error(
+                "err_unsupported_expression_in_mask", "operand masks inside a subscript are not supported; pass mask="
+            )
+        elif isinstance(k, (slice, type(Ellipsis))) or k is None:
+            basic = True
+            comps.append(k)
+        elif isinstance(k, np.ndarray) and k.dtype.kind in "iu":
+            adv = True
+            comps.append(k)
+        else:
+            comps.append(int(k))
+    if adv:
+        if basic:
+            raise _state.current().error(
+                "err_unsupported_mixing_basic_advanced_tensor_indexing",
+                f"subscript of {t!r} mixes slices with arange/mgrid indices; use index grids on every axis",
+            )
+        return _advanced(t, comps)
+    return _basic(t, tuple(comps))
+
+
+def _advanced(t: Tensor, comps: list) -> Tensor:
+    arrays = [c for c in comps if isinstance(c, np.ndarray)]
+    if len(arrays) > 1 and any(a.ndim == 1 for a in arrays) and any(a.ndim > 1 for a in arrays):
+        comps = [c[:, None] if isinstance(c, np.ndarray) and c.ndim == 1 else c for c in comps]
+    if t.adv is not None:
+        raise _state.current().error("err_unsupported_nested_indexing", "index an advanced access again: index the tensor once")
+    if len(comps) > len(t.shape):
+        raise _state.current().error("err_exceed_max_supported_dimension", f"too many indices for {t!r}")
+    for i, c in enumerate(comps):
+        if isinstance(c, int) and not -t.shape[i] <= c < t.shape[i]:
+            raise _state.current().error(
+                "err_tensor_access_out_of_bound", f"index {c} exceed dimension size of {t.shape[i]} (axis {i})"
+            )
+    shape = np.broadcast_shapes(*[np.shape(c) for c in comps]) + tuple(t.shape[len(comps):])
+    return Tensor(t.alloc, None, shape, 0, adv=(t, tuple(comps)))
+
+
+def _basic(t: Tensor, key: tuple) -> Tensor:
+    shape = t.shape
+    if t.adv is not None:
+        raise _state.current().error("err_unsupported_nested_indexing", "slice an advanced access: index the tensor once")
+    # expand the ellipsis so positions line up with axes
+    if any(k is Ellipsis for k in key):
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
+    if len(key) > len(shape):
+        raise _state.current().error("err_exceed_max_supported_dimension", f"too many indices for {t!r}")
+    dropped_before_p = 0
+    for i, k in enumerate(key):
+        n = shape[i]
+        if isinstance(k, int):
+            if not -n <= k < n:
+                raise _state.current().error(
+                    "err_tensor_access_out_of_bound", f"index {k} exceed dimension size of {n} (axis {i})"
+                )
+            if i < t.pdim:
+                dropped_before_p += 1
+        elif isinstance(k, slice):
+            start, stop = k.start, k.stop
+            if (stop is not None and stop > n) or (start is not None and start > n):
+                raise _state.current().error(
+                    "err_tensor_access_out_of_bound",
+                    f"index range [{start or 0}, {stop}] exceed dimension size of {n} (axis {i})",
+                )
+    data = t.data[key]
+    pd = max(t.pdim - dropped_before_p, 0)
+    return Tensor(
+        t.alloc, data, data.shape, pd,
+        None if t.wmask is None else t.wmask[key],
+        None if t.stamp is None else t.stamp[key],
+        None if t.lmask is None else t.lmask[key],
+    )
+
+
+from evidence.nki import dispatch as _dispatch  # noqa: E402  (operators dispatch; circular by design)

@@ -1,0 +1,86 @@
+"""Trace events (one per executed instruction) and their running aggregate.
+
+Events are frozen slotted dataclasses: cheap to build in the hot path and safe to share. The
+aggregate is updated as events arrive, so a report never re-walks the trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+SMALL_DMA_BYTES_PER_PARTITION = 512
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    op: str
+    engine: str
+    line: int
+    shapes: tuple  # operand shapes, output last
+    dtype: str  # output (or moved) dtype
+    partitions: int
+    elements: int
+    reads: tuple[int, int, int]  # bytes read from (hbm, sbuf, psum)
+    writes: tuple[int, int, int]  # bytes written to (hbm, sbuf, psum)
+    cycles: float  # engine cycles (DMA: nanoseconds), from the op's cost rule
+    flops: int = 0
+
+
+@dataclass(slots=True)
+class Aggregate:
+    """Running totals over the trace."""
+
+    instr: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENGINES, 0))
+    elements: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENGINES, 0))
+    cycles: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ENGINES, 0.0))
+    reads: list[int] = field(default_factory=lambda: [0, 0, 0])
+    writes: list[int] = field(default_factory=lambda: [0, 0, 0])
+    dma_count: int = 0
+    dma_bytes: int = 0
+    dma_small: int = 0
+    dma_hist: dict[int, int] = field(default_factory=dict)  # power-of-two byte bucket -> transfers
+    flops: int = 0
+    partition_sum: int = 0  # over compute instructions, for utilisation
+    compute_instr: int = 0
+
+    def add(self, ev: TraceEvent) -> None:
+        eng = ev.engine
+        self.instr[eng] += 1
+        self.elements[eng] += ev.elements
+        self.cycles[eng] += ev.cycles
+        r, w = ev.reads, ev.writes
+        self.reads[0] += r[0]
+        self.reads[1] += r[1]
+        self.reads[2] += r[2]
+        self.writes[0] += w[0]
+        self.writes[1] += w[1]
+        self.writes[2] += w[2]
+        self.flops += ev.flops
+        if eng == "dma":
+            moved = max(r[0] + r[1] + r[2], w[0] + w[1] + w[2])
+            self.dma_count += 1
+            self.dma_bytes += moved
+            bucket = 1 << max(moved - 1, 0).bit_length()
+            self.dma_hist[bucket] = self.dma_hist.get(bucket, 0) + 1
+            if moved < SMALL_DMA_BYTES_PER_PARTITION * max(ev.partitions, 1):
+                self.dma_small += 1
+        else:
+            self.partition_sum += ev.partitions
+            self.compute_instr += 1
+
+
+class Recorder:
+    """Collects events (unless told not to keep them) and the aggregate."""
+
+    __slots__ = ("events", "agg", "keep")
+
+    def __init__(self, keep: bool = True) -> None:
+        self.events: list[TraceEvent] = []
+        self.agg = Aggregate()
+        self.keep = keep
+
+    def add(self, ev: TraceEvent) -> None:
+        if self.keep:
+            self.events.append(ev)
+        self.agg.add(ev)
