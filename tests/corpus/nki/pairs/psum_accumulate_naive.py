@@ -3,7 +3,9 @@
 The values equal the ``+=`` form, but the explicit read-add-write is not a TensorE
 accumulation group: each K step becomes a separate PSUM result plus a VectorE add that
 reads both PSUM tiles.  Everything else (bf16 operands, hoisted wide loads, 128 x 512
-tiles) is already right.  Partner: ``psum_accumulate_opt.py``.
+tiles) is already right.  Inside ``affine_range`` the re-assignment is also a loop-carried
+dependency that only the ``+=`` accumulation form is exempt from.  Partner:
+``psum_accumulate_opt.py``.
 """
 import numpy as np
 
@@ -12,7 +14,7 @@ import neuronxcc.nki.language as nl
 
 KERNEL = "psum_naive_kernel"
 REFERENCE = "psum_ref"
-EXPECTED_FINDINGS = ["nki.psum-accumulate-not-inplace"]
+EXPECTED_FINDINGS = ["nki.psum-accumulate-not-inplace", "nki.affine-loop-carried-dependency"]
 
 
 @nki.jit
