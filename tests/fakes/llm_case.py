@@ -6,10 +6,14 @@ rubric catalogue check) so model-path tests do not depend on other analyzers' pr
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from evidence.model import EvidenceBundle, EvidenceItem, Location, Severity, make_id, sort_items
 from evidence.static.injection_collector import InjectionCollector
 from evidence.submission import KernelSpec, Manifest, ReferenceSpec, Submission, TaskSpec
 from grader.rubric import Rubric
+from tests.fakes.openai_server import Reply, verdict
 
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -99,3 +103,24 @@ def rubric() -> Rubric:
 def one_criterion(criterion_id: str) -> Rubric:
     r = rubric()
     return r.model_copy(update={"criteria": tuple(c for c in r.criteria if c.id == criterion_id)})
+
+
+_CRITERION = re.compile(r"^Criterion id: (\S+)$", re.M)
+
+
+def criterion_of(body: dict[str, Any]) -> str:
+    for message in body.get("messages", []):
+        m = _CRITERION.search(str(message.get("content") or ""))
+        if m:
+            return m.group(1)
+    return "?"
+
+
+def good_reply(body: dict[str, Any]) -> Reply:
+    """A valid verdict for whichever criterion of the test case the request asks about."""
+    crit = criterion_of(body)
+    if crit == "kernel_correctness":
+        return verdict(2, SIM_ID, rationale="sim.output:out mismatches on the last 44 rows.")
+    return verdict(3, RAGGED_ID, rationale="Tiles of 128 rows, no mask for the ragged tail.",
+                   file="kernel.py", start_line=10, end_line=10,
+                   quote="for i in nl.affine_range(a.shape[0] // 128):")

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from grader.settings import Settings
-from tests.fakes import llm_case as case
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, verdict
+from tests.fakes.openai_server import FakeOpenAIServer
 
 
 class FastSettings(Settings):
@@ -48,24 +46,3 @@ def make_settings(server: FakeOpenAIServer, tmp_path: Path) -> Any:
         return FastSettings(**base)
 
     return build
-
-
-_CRITERION = re.compile(r"^Criterion id: (\S+)$", re.M)
-
-
-def criterion_of(body: dict[str, Any]) -> str:
-    for message in body.get("messages", []):
-        m = _CRITERION.search(str(message.get("content") or ""))
-        if m:
-            return m.group(1)
-    return "?"
-
-
-def good_reply(body: dict[str, Any]) -> Reply:
-    """A valid verdict for whichever criterion of the test case the request asks about."""
-    crit = criterion_of(body)
-    if crit == "kernel_correctness":
-        return verdict(2, case.SIM_ID, rationale="sim.output:out mismatches on the last 44 rows.")
-    return verdict(3, case.RAGGED_ID, rationale="Tiles of 128 rows, no mask for the ragged tail.",
-                   file="kernel.py", start_line=10, end_line=10,
-                   quote="for i in nl.affine_range(a.shape[0] // 128):")
