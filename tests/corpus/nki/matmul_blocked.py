@@ -52,6 +52,7 @@ def matmul_blocked_ref(lhsT, rhs):
 CASES = [
     {
         "name": "fp32_k256_m256_n1024",
+        "atol": 1e-4,  # K-term dot products can cancel towards 0
         "inputs": [
             {"name": "lhsT", "shape": [256, 256], "dtype": "float32"},
             {"name": "rhs", "shape": [256, 1024], "dtype": "float32"},

@@ -35,6 +35,7 @@ def matmul_no_transpose_ref(x, y):
 CASES = [
     {
         "name": "fp32_m256_k256_n384",
+        "atol": 1e-4,  # K-term dot products can cancel towards 0
         "inputs": [
             {"name": "x", "shape": [256, 256], "dtype": "float32"},
             {"name": "y", "shape": [256, 384], "dtype": "float32"},
