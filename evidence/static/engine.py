@@ -50,9 +50,11 @@ class Engine(cst.CSTVisitor):
 
     def __init__(
         self, file: str, dialect: DialectInfo, rule_classes: Sequence[type[Rule]],
-        inputs: Sequence[InputBinding], entry: str | None,
+        inputs: Sequence[InputBinding], entry: str | None, options: dict[str, object] | None = None,
     ) -> None:
         super().__init__()
+        # Task facts rules may use, e.g. fp32_required (the task's tolerance needs fp32 products).
+        self.options: dict[str, object] = dict(options or {})
         self.file, self.dialect, self.inputs, self.entry = file, dialect, list(inputs), entry
         self.module_scope: dict[str, Binding] = {k: Binding(v) for k, v in dialect.aliases.items()}
         self.scopes: list[dict[str, Binding]] = [self.module_scope]
@@ -381,12 +383,13 @@ def analyze(
     entry: str | None = None,
     rules: Sequence[type[Rule]] | None = None,
     module: cst.Module | None = None,
+    options: dict[str, object] | None = None,
 ) -> Analysis:
     """Run the facts pass and every rule that judges this file's dialect, in one traversal."""
     module = module if module is not None else parse(source, file)
     dialect = detect(module)
     active = rules_for(dialect.dialect, tuple(rules) if rules is not None else None)
-    engine = Engine(file, dialect, active, list(inputs), entry)
+    engine = Engine(file, dialect, active, list(inputs), entry, options)
     MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))

@@ -15,7 +15,7 @@ import libcst as cst
 
 from evidence.static.shapes import (
     _DTYPE_ALIASES, ALLOC_CALLS, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, TILE_SIZE, Binding, Dtype,
-    Index, LoopVar, ParDim, Tensor, as_shape, broadcast, canonical_module, promote, promote_scalar,
+    SYM, Grid, Index, LoopVar, ParDim, Sym, Tensor, as_shape, broadcast, canonical_module, promote, promote_scalar,
 )
 
 _BINOPS: dict[type, Callable] = {
@@ -114,6 +114,8 @@ class Evaluator:
         return None
 
     def _name(self, name: str) -> object:
+        if name in ("True", "False"):
+            return name == "True"
         b = self.lookup(name)
         if b is None:
             return name if name in ("range", "min", "max", "int", "len", "abs", "float", "round") else None
@@ -139,8 +141,8 @@ class Evaluator:
             if attr == "T":
                 return Tensor(tuple(reversed(base.shape)) if base.shape else None, base.dtype, base.buffer, "view", base.name)
             return None
-        if isinstance(base, Dtype) and attr in ("min", "max"):
-            return None
+        if isinstance(base, Grid) and attr in Grid.AXES and Grid.AXES[attr] < len(base):
+            return base[Grid.AXES[attr]]
         return None
 
     def _binop(self, node: cst.BinaryOperation) -> object:
@@ -163,6 +165,9 @@ class Evaluator:
         for x in (left, right):
             if isinstance(x, Index):
                 return Index(x.size)
+        scalar = (int, float, Sym, LoopVar)
+        if isinstance(left, scalar) and isinstance(right, scalar):
+            return SYM
         return None
 
     def _subscript(self, node: cst.Subscript) -> object:
@@ -186,7 +191,7 @@ class Evaluator:
                     sizes.append(Index(hi - lo if isinstance(hi, int) and isinstance(lo, int) else None))
                 else:
                     sizes.append(Index(None))
-            return tuple(sizes)
+            return Grid(sizes)
         if isinstance(base, Tensor):
             return self._slice_tensor(base, elems)
         for e in elems:  # record reads in index expressions of unknown bases
@@ -233,9 +238,11 @@ class Evaluator:
                 elif self._is_ds(s.value):
                     size = self.ev(s.value.args[1].value) if len(s.value.args) > 1 else None  # type: ignore[attr-defined]
                     dims.append(size if isinstance(size, int) else None)
-                else:  # an integer position drops its axis
+                elif isinstance(v, (int, Sym, LoopVar)) and not isinstance(v, bool):  # a position drops its axis
                     if pos < pdim:
                         dropped += 1
+                else:
+                    dims.append(None)
                 pos += 1
         if src is not None:
             dims.extend(src[pos:])
@@ -278,6 +285,8 @@ class Evaluator:
             return Index(None)
         if name == "nl.par_dim":
             return ParDim(pos[0]) if pos and isinstance(pos[0], int) else None
+        if name in ("nl.program_id", "nl.num_programs", "nl.program_ndim"):
+            return SYM
         if name.startswith(_PASSTHROUGH_PREFIX):
             return api_result(name, pos, kw, node)
         return None

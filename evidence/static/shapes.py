@@ -74,6 +74,24 @@ class Index:
     size: int | None
 
 
+class Sym:
+    """An integer scalar whose value is unknown (loop index arithmetic, program_id, ...)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Sym"
+
+
+SYM = Sym()
+
+
+class Grid(tuple):
+    """`nl.mgrid[...]`: a tuple of Index with the `.p`, `.x`, `.y`, `.z` accessors."""
+
+    AXES = {"p": 0, "x": 1, "y": 2, "z": 3}
+
+
 @dataclass(frozen=True, slots=True)
 class LoopVar:
     loop_id: int

@@ -13,7 +13,8 @@ class Fp32MatmulOperands(Rule):
 
     TensorE runs fp32 at a quarter of the bf16/fp16/tf32 rate (about 20 vs 79 TFLOPS per Trn2
     core) while accumulating in fp32 PSUM either way, so fp32 operands cost 4x for little accuracy
-    gain (REFERENCE §4, §5.2). Acceptable only when the task demands fp32 products.
+    gain (REFERENCE §4, §5.2). Acceptable only when the task demands fp32 products (a
+    tolerance tighter than bf16 allows), which the collector passes as `fp32_required`.
 
     Fix: load or cast the operands to bfloat16 (or tf32/fp8) before the matmul; keep fp32 for
     the PSUM accumulator and the statistics.
@@ -35,7 +36,7 @@ class Fp32MatmulOperands(Rule):
     ]
 
     def on_call(self, call: CallInfo) -> None:
-        if call.name not in ("nl.matmul", "nisa.nc_matmul"):
+        if call.name not in ("nl.matmul", "nisa.nc_matmul") or self.ctx.options.get("fp32_required"):
             return
         s, m, *_ = matmul_operands(self.ctx, call)
         dtypes = [t.dtype for t in (s, m) if t is not None]

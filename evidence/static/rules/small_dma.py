@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import libcst as cst
+
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
@@ -15,7 +17,8 @@ MIN_BYTES = 512
 
 
 class SmallDma(Rule):
-    """Flags loads/stores inside loops that move fewer than 512 bytes per partition.
+    """Flags loads/stores inside loops that move fewer than 512 bytes per partition while a loop
+    walks the free axis in those small chunks (so one wider transfer could carry them).
 
     Every DMA pays about 1.3 µs of setup, descriptor and semaphore cost; below ~256-512 B per
     partition the overhead dominates, and the DMA queues only saturate from 2-4 KiB per partition
@@ -50,6 +53,11 @@ class SmallDma(Rule):
             return
         if not isinstance(view, Tensor) or not call.loops:
             return
+        node = call.arg(0, "src") if call.name.startswith("nl.load") else store_target(self.ctx, call)[0]
+        # Only when a loop walks the free axis in small chunks can one transfer take more.
+        walkers = _free_axis_loops(self.ctx, node, call)
+        if not walkers:
+            return
         trips = math.prod(lp.trip or 2 for lp in call.loops)
         per_part = view.free_bytes
         if per_part is None or per_part >= MIN_BYTES or trips < 2:
@@ -57,3 +65,13 @@ class SmallDma(Rule):
         self.report(call.node, f"{call.name} moves {per_part} B per partition, {trips}x in a loop",
                     metrics={"bytes_per_partition": per_part, "partitions": view.partitions, "trip_count": trips,
                              "min_bytes": MIN_BYTES})
+
+
+def _free_axis_loops(ctx, node, call: CallInfo) -> list:
+    """Enclosing loops whose variable appears in the free-axis subscripts of the DMA's HBM side."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) < 2:
+        return []
+    deps: frozenset[int] = frozenset()
+    for el in node.slice[1:]:
+        deps |= ctx.deps(el.slice)[0]
+    return [lp for lp in call.loops if lp.id in deps]

@@ -43,6 +43,10 @@ class UnfusedActivation(Rule):
         Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    e = nl.tanh(x * 0.5)\n", inputs={"a": ((128, 512), "float32")}, line=6),
     ]
 
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._pending: list[tuple[CallInfo, str, str]] = []
+
     def on_call(self, call: CallInfo) -> None:
         if call.name in ACTIVATIONS:
             data = call.arg(0, "x")
@@ -55,9 +59,24 @@ class UnfusedActivation(Rule):
             b = self.ctx.lookup(data.value)
             producer = b.node if b is not None else None
         op = self._affine(producer)
-        if op:
-            self.report(call.node, f"{call.name} follows a separate {op} by a scalar/[P,1] vector; fuse it as "
-                        "activation scale/bias", metrics={"instructions_saved": 1}, labels={"separate_op": op})
+        data_t = self.ctx.value(data)
+        if not op or (isinstance(data_t, Tensor) and data_t.free_elems == 1):
+            return  # nothing to fuse, or a [P, 1] statistic: one element per partition
+        if isinstance(data, cst.Name):
+            self._pending.append((call, data.value, op))  # fusable only if nothing else reads it
+        else:
+            self._report(call, op)
+
+    def leave_function(self, fn) -> None:
+        pending, self._pending = self._pending, []
+        for call, name, op in pending:
+            readers = {x.start for x in (*fn.assigns, *fn.calls) if name in x.names}
+            if len(readers) <= 1:
+                self._report(call, op)
+
+    def _report(self, call: CallInfo, op: str) -> None:
+        self.report(call.node, f"{call.name} follows a separate {op} by a scalar/[P,1] vector; fuse it as "
+                    "activation scale/bias", metrics={"instructions_saved": 1}, labels={"separate_op": op})
 
     def _affine(self, node: cst.CSTNode | None) -> str | None:
         if isinstance(node, cst.BinaryOperation) and type(node.operator) in _AFFINE_OPS:
