@@ -6,7 +6,6 @@ from evidence.model import Severity
 from evidence.static.framework import Invalid, Rule, Valid
 from evidence.static.model import AssignInfo, CallInfo, LoopInfo
 from evidence.static.rulekit import store_target
-from evidence.static.rules.psum_accumulate_not_inplace import _has_matmul
 from evidence.static.shapes import Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
@@ -61,8 +60,6 @@ class AffineLoopCarriedDependency(Rule):
         for lp in self._affine(a.loops):
             if lp.id in a.target_def_loops:
                 continue  # defined inside this loop: fresh every iteration
-            if a.target in a.names and _has_matmul(self.ctx, a.value_node):
-                return  # re-assigned matmul accumulation: psum-accumulate-not-inplace's finding
             if a.kind == "bind" and a.target in a.names:
                 self.report(a.node, f"'{a.target}' carries state across iterations of affine_range (line {lp.start})",
                             metrics={"loop_line": lp.start, "trip_count": lp.trip}, labels={"pattern": "running_state"})
