@@ -54,6 +54,16 @@ def call(name: str, args: tuple, kwargs: dict):
     return c.result
 
 
+_NAMES: dict = {}
+
+
+def _dtype_name(dt) -> str:
+    name = _NAMES.get(dt)
+    if name is None:
+        name = _NAMES[dt] = getattr(dt, "name", str(dt))
+    return name
+
+
 def _record(st, op, c: Call) -> None:
     reads = [0, 0, 0]
     writes = [0, 0, 0]
@@ -74,7 +84,7 @@ def _record(st, op, c: Call) -> None:
     st.recorder.add(
         TraceEvent(
             c.op, c.engine, line, tuple(t.shape for t in c.ins) + (shape,),
-            "" if dt is None else getattr(dt, "name", str(dt)), parts, elements,
+            "" if dt is None else _dtype_name(dt), parts, elements,
             (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2]), float(cycles), c.flops,
         )
     )

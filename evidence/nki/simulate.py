@@ -105,7 +105,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     prev = _state.set_current(st)
     ret = None
     try:
-        with shim_imports():
+        with shim_imports(), np.errstate(all="ignore"):  # NaN/Inf are data here, not warnings
             for pid in (np.ndindex(*grid) if grid else [()]):
                 st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
                 st.reset_path()

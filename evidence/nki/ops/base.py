@@ -97,6 +97,8 @@ def lead_align(a: np.ndarray, nd: int) -> np.ndarray:
 
 def bshape(st, shapes: list[tuple[int, ...]], op: str) -> tuple[int, ...]:
     shapes = [s for s in shapes if s is not None]
+    if len(shapes) == 1 or all(s == shapes[0] for s in shapes):
+        return tuple(shapes[0])
     nd = max(len(s) for s in shapes)
     try:
         return np.broadcast_shapes(*[tuple(s) + (1,) * (nd - len(s)) for s in shapes])
@@ -109,10 +111,13 @@ def bshape(st, shapes: list[tuple[int, ...]], op: str) -> tuple[int, ...]:
             ) from None
 
 
+_PENDING = np.empty(0, dtype=np.float32)  # a result's storage before its execute rule ran
+
+
 def fresh(st, shape, dt, buffer: str = "sbuf") -> Tensor:
     """A new result tile; its data is filled by the execute rule (or stays a stub in trace-only mode)."""
     shape = tuple(int(s) for s in shape)
-    stub = np.broadcast_to(np.zeros((), dtype=dtypes.storage(dt)), shape)
+    stub = np.broadcast_to(np.zeros((), dtype=dtypes.storage(dt)), shape) if st.trace_only else _PENDING
     t = Tensor.whole(Alloc(st, buffer, shape, dt, stub))
     t.fresh = True
     return t

@@ -73,8 +73,7 @@ def unary(name: str) -> Op:
         x = c.ins[0]
         as_int = name in INT_UNARY and dtypes.is_int(x.dtype) or name in BITWISE
         v = x.read(c.mask)
-        with np.errstate(all="ignore"):
-            set_result(c.out, UNARY[name](v if as_int else dtypes.to_f32(v)), c.mask)
+        set_result(c.out, UNARY[name](v if as_int else dtypes.to_f32(v)), c.mask)
 
     return Op(name, check, execute, cost_stream)
 
@@ -104,8 +103,7 @@ def binary(name: str) -> Op:
 
     def execute(st, c: Call) -> None:
         a, b = _values(c.p["xy"], len(c.out.shape), c.p["int"], c.mask)
-        with np.errstate(all="ignore"):
-            set_result(c.out, fn(a, b), c.mask)
+        set_result(c.out, fn(a, b), c.mask)
 
     return Op(name, check, execute, lambda st, c: cost_two_inputs(st, c) if len(c.ins) == 2 else cost_stream(st, c))
 
@@ -139,8 +137,7 @@ def check_tensor_tensor(st, data1, data2, op, *, dtype=None, mask=None, engine=N
 def exec_tensor_tensor(st, c: Call) -> None:
     a, b = c.ins
     va, vb = _values([a, b], len(a.shape), c.p["int"], c.mask)
-    with np.errstate(all="ignore"):
-        set_result(c.out, c.p["fn"](va, vb.reshape(va.shape)), c.mask)
+    set_result(c.out, c.p["fn"](va, vb.reshape(va.shape)), c.mask)
 
 
 def _scalar_operand(st, x, data: Tensor, op: str, arg: str):
@@ -182,10 +179,9 @@ def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, opera
 def exec_tensor_scalar(st, c: Call) -> None:
     p, data = c.p, c.ins[0]
     nd = len(data.shape)
-    with np.errstate(all="ignore"):
-        r = _apply(p["f0"], f32(data, c.mask), _sval(p["o0"], nd), p["r0"])
-        if p["f1"] is not None:
-            r = _apply(p["f1"], r, _sval(p["o1"], nd), p["r1"])
+    r = _apply(p["f0"], f32(data, c.mask), _sval(p["o0"], nd), p["r0"])
+    if p["f1"] is not None:
+        r = _apply(p["f1"], r, _sval(p["o1"], nd), p["r1"])
     set_result(c.out, r, c.mask)
 
 
@@ -208,9 +204,8 @@ def check_scalar_tensor_tensor(st, *, data, op0, operand0, op1, operand1, revers
 def exec_scalar_tensor_tensor(st, c: Call) -> None:
     data, other = c.ins
     p = c.p
-    with np.errstate(all="ignore"):
-        r = _apply(p["f0"], f32(data, c.mask), _sval(p["o0"], len(data.shape)), p["r0"])
-        r = _apply(p["f1"], r, f32(other, c.mask).reshape(r.shape), p["r1"])
+    r = _apply(p["f0"], f32(data, c.mask), _sval(p["o0"], len(data.shape)), p["r0"])
+    r = _apply(p["f1"], r, f32(other, c.mask).reshape(r.shape), p["r1"])
     set_result(c.out, r, c.mask)
 
 
@@ -243,11 +238,10 @@ def exec_activation(st, c: Call) -> None:
     p, data = c.p, c.ins[0]
     nd = len(data.shape)
     x = f32(data, c.mask)
-    with np.errstate(all="ignore"):
-        x = x * _sval(p["scale"], nd)
-        if p["bias"] is not None:
-            x = x + _sval(p["bias"], nd)
-        r = np.asarray(p["fn"](x), dtype=np.float32)
+    x = x * _sval(p["scale"], nd)
+    if p["bias"] is not None:
+        x = x + _sval(p["bias"], nd)
+    r = np.asarray(p["fn"](x), dtype=np.float32)
     set_result(c.out, r, c.mask)
     res = p["res"]
     if res is not None:
@@ -338,8 +332,7 @@ def exec_inplace(st, c: Call) -> None:
     other = lead_align(f32(o), nd) if isinstance(o, Tensor) else np.float32(o)
     if isinstance(o, Tensor) and o.valid is not None:
         other = np.where(o.valid, other, np.float32(0))
-    with np.errstate(all="ignore"):
-        t.write(np.broadcast_to(c.p["fn"](cur, other), t.shape))
+    t.write(np.broadcast_to(c.p["fn"](cur, other), t.shape))
     if isinstance(o, Tensor):
         o.fresh = False
 

@@ -74,13 +74,12 @@ def exec_reduce(st, c: Call) -> None:
         neutral = {"sum": 0, "mean": 0, "max": -np.inf, "min": np.inf, "prod": 1, "all": 1, "var": 0}[red]
         v = np.where(m, v, np.float32(neutral))
     kw = {"axis": c.p["axes"], "keepdims": c.p["keepdims"]}
-    with np.errstate(all="ignore"):
-        if red == "var":
-            r = v.var(**kw)
-        elif red == "all":
-            r = np.all(v != 0, **kw)
-        else:
-            r = getattr(np, red)(v, **kw)
+    if red == "var":
+        r = v.var(**kw)
+    elif red == "all":
+        r = np.all(v != 0, **kw)
+    else:
+        r = getattr(np, red)(v, **kw)
     set_result(c.out, r)
 
 
