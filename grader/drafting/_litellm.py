@@ -6,6 +6,7 @@ its price table from the network at every start. Only the model path calls this.
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import cache
 from types import ModuleType
@@ -18,4 +19,8 @@ def load_litellm() -> ModuleType:
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    # Failures are recorded in the draft; keep handled retries from printing through logging's
+    # last-resort handler when the application configured no logging (records still propagate).
+    for name in ("instructor", "LiteLLM"):
+        logging.getLogger(name).addHandler(logging.NullHandler())
     return litellm

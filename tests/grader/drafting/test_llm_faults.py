@@ -203,3 +203,13 @@ def test_model_may_judge_not_applicable_but_a_reviewer_confirms(server, make_set
     crit = _draft(make_settings()).criterion("kernel_correctness")
     assert crit.status == "not_applicable" and crit.score is None
     assert "model_not_applicable" in {f.code for f in crit.flags}
+
+
+def test_truncated_evidence_is_flagged_and_the_draft_serialises(server, make_settings) -> None:
+    server.script(verdict(2, case.SIM_ID))
+    draft = _draft(make_settings(max_prompt_tokens=700))
+    crit = draft.criterion("kernel_correctness")
+    assert crit.score == 2 and "evidence_truncated" in {f.code for f in crit.flags}
+    assert "Left out to fit the token budget" in server.requests[0]["body"]["messages"][1]["content"]
+    again = Draft.model_validate_json(draft.model_dump_json())
+    assert again.criteria == draft.criteria and again.record.calls == draft.record.calls
