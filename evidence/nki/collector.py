@@ -1,0 +1,242 @@
+"""The simulation evidence collector ("nki-simulator").
+
+For a submission with a reference and inputs, it runs kernel and reference in a child process
+(`python -m evidence.nki.runner`) with a wall-clock timeout, address-space/CPU/file-size rlimits
+and a scrubbed environment, then turns the outcome into evidence items: one `sim.output` per
+output (numbers from evidence.numerics.compare), `sim.error`, `sim.finding`, one `sim.trace`,
+`sim.unsupported_dialect`, `sim.reference_error`. Full sandboxing is a later issue (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from evidence.collector import Collector
+from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.numerics.compare import compare
+from evidence.submission import Submission
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+_TILING_CODES = {"err_num_partition_exceed_arch_limit", "err_size_of_dimension_exceed_arch_limit",
+                 "err_num_partition_mismatch", "err_insufficient_rank", "err_failed_to_infer_tile_from_local_tensor"}
+FINDING_SEVERITY = {
+    "err_unexpected_output_dependencies": Severity.high,
+    "uninitialized_read": Severity.high,
+    "err_tensor_output_not_written_to": Severity.high,
+    "output_not_fully_written": Severity.high,
+    "sbuf_capacity_exceeded": Severity.medium,
+    "psum_capacity_exceeded": Severity.medium,
+    "matmul_mixed_fp32_dtypes": Severity.medium,
+    "block_dimensions_deprecated": Severity.low,
+    "benchmark_no_timing": Severity.info,
+}
+FINDING_CRITERIA = {
+    "err_unexpected_output_dependencies": ("kernel_correctness", "neuron_platform"),
+    "uninitialized_read": ("kernel_correctness", "numerical_correctness"),
+    "err_tensor_output_not_written_to": ("kernel_correctness",),
+    "output_not_fully_written": ("kernel_correctness",),
+    "sbuf_capacity_exceeded": ("memory_hierarchy", "tiling"),
+    "psum_capacity_exceeded": ("memory_hierarchy", "tiling"),
+    "matmul_mixed_fp32_dtypes": ("precision", "neuron_platform"),
+    "block_dimensions_deprecated": ("neuron_platform",),
+    "benchmark_no_timing": ("benchmarking",),
+}
+
+
+def scrubbed_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not any(w in k.upper() for w in _SECRET_WORDS)}
+    env.update(PYTHONPATH=str(_REPO_ROOT), PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return env
+
+
+def _safe_rel(rel: str) -> PurePosixPath:
+    p = PurePosixPath(rel)
+    if p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"submission file path {rel!r} escapes the submission")
+    return p
+
+
+class SimulationCollector(Collector):
+    name = "nki-simulator"
+    version = "1"
+    kinds = {
+        "sim.output": "one kernel output compared with the reference (rel_l2, max errors, mismatch fraction)",
+        "sim.error": "the simulation stopped: constraint violation, Python error, timeout or memory limit",
+        "sim.finding": "non-fatal simulator finding (output dependency, uninitialised read, capacity, ...)",
+        "sim.trace": "instruction-trace summary: HBM traffic, DMAs, engine instruction counts, FLOPs, peaks",
+        "sim.unsupported_dialect": "kernel is in the standalone nki 0.3+ dialect, which is not simulated",
+        "sim.reference_error": "the submission's reference function failed",
+    }
+    timeout_s: float = 120.0
+    memory_limit_bytes: int = 6 * 2**30
+    cpu_limit_s: int = 300
+    seed: int = 0
+
+    def applies(self, submission: Submission) -> bool:
+        m = submission.manifest
+        return m.reference is not None and bool(m.inputs) and m.kernel.file in submission.files
+
+    # --- running the child -------------------------------------------------------------------
+    def _limits(self) -> None:
+        mem, cpu = self.memory_limit_bytes, self.cpu_limit_s
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2**31, 2**31))
+        os.setsid()
+
+    def run_child(self, submission: Submission) -> tuple[dict, dict[str, np.ndarray]]:
+        m = submission.manifest
+        with tempfile.TemporaryDirectory(prefix="nki-sim-") as tmp:
+            job_dir = Path(tmp)
+            for rel, text in submission.files.items():
+                dest = job_dir / "src" / _safe_rel(rel)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(text)
+            job = {
+                "kernel_file": m.kernel.file, "entry": m.kernel.entry, "grid": list(m.kernel.grid),
+                "target": m.task.target, "inputs": [s.model_dump() for s in m.inputs], "seed": self.seed,
+                "reference_file": m.reference.file if m.reference else None,
+                "reference_entry": m.reference.entry if m.reference else None,
+            }
+            (job_dir / "job.json").write_text(json.dumps(job))
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "evidence.nki.runner", str(job_dir)], cwd=job_dir, env=scrubbed_env(),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=self._limits,
+            )
+            try:
+                _, stderr = proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                return {"status": "error", "error": {"code": "timeout", "message": f"the simulation did not finish "
+                        f"within {self.timeout_s:g} s", "file": None, "line": 0}}, {}
+            result_path = job_dir / "result.json"
+            if not result_path.exists():
+                rc = proc.returncode
+                code = "cpu_limit" if rc in (-signal.SIGXCPU, -signal.SIGKILL) else "memory_limit" if (
+                    b"MemoryError" in stderr) else "crashed"
+                tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+                return {"status": "error", "error": {"code": code, "message": f"simulator process ended with code "
+                        f"{rc} {tail[0][:300]}".strip(), "file": None, "line": 0}}, {}
+            result = json.loads(result_path.read_text())
+            arrays: dict[str, np.ndarray] = {}
+            npz = job_dir / "outputs.npz"
+            if npz.exists():
+                with np.load(npz, allow_pickle=False) as data:
+                    arrays = {k: data[k] for k in data.files}
+            return result, arrays
+
+    # --- turning the outcome into evidence -------------------------------------------------------
+    def collect(self, submission: Submission) -> list[EvidenceItem]:
+        result, arrays = self.run_child(submission)
+        return self.items(submission, result, arrays)
+
+    def _item(self, kind: str, ident: tuple, severity: Severity, title: str, criteria: tuple, *, location=None,
+              detail: str = "", metrics=None, labels=None) -> EvidenceItem:
+        return EvidenceItem(id=make_id(kind, *ident), kind=kind, analyzer=self.analyzer, severity=severity, title=title,
+                            detail=detail, location=location, metrics=metrics or {}, labels=labels or {},
+                            criteria=criteria)
+
+    def _loc(self, submission: Submission, file: str | None, line: int) -> Location | None:
+        file = file or submission.manifest.kernel.file
+        if file not in submission.files or line < 1:
+            return None
+        return Location(file=file, start_line=line, end_line=line)
+
+    def items(self, submission: Submission, result: dict, arrays: dict[str, np.ndarray]) -> list[EvidenceItem]:
+        m = submission.manifest
+        kfile = m.kernel.file
+        entry_loc = self._loc(submission, kfile, int(result.get("entry_line") or 0))
+        out: list[EvidenceItem] = []
+        err = result.get("error") or {}
+        status = result.get("status")
+        if status == "unsupported_dialect":
+            out.append(self._item(
+                "sim.unsupported_dialect", (err.get("file") or kfile, err.get("line", 0)), Severity.medium,
+                "Kernel uses the standalone nki 0.3+ dialect; not simulated", ("neuron_platform",),
+                location=self._loc(submission, err.get("file"), int(err.get("line") or 0)),
+                detail=err.get("message", ""), labels={"message": err.get("message", "")[:500]}))
+            return out
+        ref = result.get("reference")
+        if ref is not None and not ref.get("ok"):
+            rfile = m.reference.file if m.reference else kfile
+            out.append(self._item(
+                "sim.reference_error", (rfile,), Severity.high, "The reference function failed",
+                ("kernel_correctness", "numerical_correctness"),
+                location=self._loc(submission, rfile, int(ref.get("line") or 0)),
+                detail=ref.get("message", ""), labels={"message": ref.get("message", "")[:500]}))
+        if status == "error":
+            code = err.get("code", "error")
+            crit = ("kernel_correctness", "neuron_platform") + (("tiling",) if code in _TILING_CODES or "psum" in
+                                                                err.get("message", "").lower() else ())
+            out.append(self._item(
+                "sim.error", (code,), Severity.critical, f"Simulation stopped: {code}", crit,
+                location=self._loc(submission, err.get("file"), int(err.get("line") or 0)) or entry_loc,
+                detail=err.get("message", ""), labels={"code": code, "message": err.get("message", "")[:500]}))
+        report = result.get("report")
+        if report:
+            for f in report.get("findings", []):
+                code = f["code"]
+                out.append(self._item(
+                    "sim.finding", (code, f.get("file"), f.get("line") or None), FINDING_SEVERITY.get(code, Severity.medium),
+                    f"Simulator finding: {code}", FINDING_CRITERIA.get(code, ("kernel_correctness",)),
+                    location=self._loc(submission, f.get("file"), int(f.get("line") or 0)) or entry_loc,
+                    detail=f.get("message", ""), labels={"code": code, "message": f.get("message", "")[:500]}))
+        if status == "ok" and report:
+            out.append(self._trace_item(submission, report, entry_loc))
+            if ref is not None and ref.get("ok"):
+                out.extend(self._output_items(submission, result, arrays, ref, entry_loc))
+        return out
+
+    def _trace_item(self, submission, r: dict, loc) -> EvidenceItem:
+        instr = r["instr_by_engine"]
+        metrics = {
+            "hbm_read_bytes": r["hbm_read_bytes"], "hbm_write_bytes": r["hbm_write_bytes"], "dma_count": r["dma_count"],
+            "dma_bytes_mean": r["dma_bytes_mean"], "dma_small_count": r["dma_small_count"],
+            "redundant_hbm_read_bytes": r["redundant_hbm_read_bytes"], "matmul_flops": r["matmul_flops"],
+            "instr_total": r["instructions"], "instr_tensor": instr.get("tensor", 0), "instr_vector": instr.get("vector", 0),
+            "instr_scalar": instr.get("scalar", 0), "instr_gpsimd": instr.get("gpsimd", 0), "instr_dma": instr.get("dma", 0),
+            "partition_utilisation": r["partition_utilisation"],
+            "sbuf_peak_bytes_per_partition": r["sbuf_peak_bytes_per_partition"], "psum_peak_banks": r["psum_peak_banks"],
+        }
+        return self._item(
+            "sim.trace", (submission.manifest.kernel.file,), Severity.info,
+            f"Simulation trace: {r['instructions']} instructions, {r['dma_count']} DMAs",
+            ("memory_hierarchy", "data_movement", "performance", "tiling"), location=loc,
+            metrics={k: float(v) for k, v in metrics.items()}, labels={"target": r["target"]})
+
+    def _output_items(self, submission, result: dict, arrays, ref: dict, loc) -> list[EvidenceItem]:
+        task = submission.manifest.task
+        outs = result.get("outputs", [])
+        n = max(len(outs), int(ref.get("count", 0)))
+        items = []
+        for i in range(n):
+            got, exp = arrays.get(f"out{i}"), arrays.get(f"ref{i}")
+            meta = outs[i] if i < len(outs) else {"dtype": "missing", "shape": []}
+            ref_dtype = ref.get("dtypes", [])[i] if i < len(ref.get("dtypes", [])) else "missing"
+            labels = {"dtype": meta["dtype"], "shape": "x".join(map(str, meta["shape"])) or "scalar",
+                      "reference_dtype": ref_dtype}
+            if got is None or exp is None:
+                c = compare(np.zeros(1), np.zeros(2))  # a shape mismatch by construction
+            else:
+                c = compare(got, exp, task.rtol, task.atol, dtype_name=meta["dtype"])
+            severity = Severity.info if c.matches else (
+                Severity.critical if (not c.shape_ok or c.nan_count or c.inf_count) else Severity.high)
+            title = (f"Output {i} matches the reference" if c.matches else
+                     f"Output {i} does not match the reference" + ("" if c.shape_ok else " (shape differs)"))
+            detail = (f"rel L2 {c.rel_l2:.3g}, max abs {c.max_abs_err:.3g}, {c.mismatch_fraction:.2%} of "
+                      f"{c.elements} elements outside rtol={c.rtol:g} atol={c.atol:g}")
+            items.append(self._item("sim.output", (i,), severity, title, ("kernel_correctness", "numerical_correctness"),
+                                    location=loc, detail=detail, metrics=c.metrics(), labels=labels))
+        return items
