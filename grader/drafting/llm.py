@@ -17,6 +17,7 @@ import json
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import Any, Coroutine, TypeVar
 
 from pydantic import ValidationError
@@ -54,6 +55,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 def _hash(obj: Any) -> str:
     canon = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+
+
+@cache
+def _schema_hash(model_cls: type[Verdict]) -> str:
+    return _hash(model_cls.model_json_schema())
 
 
 def _raw_reply(resp: Any) -> dict[str, Any]:
@@ -123,6 +129,7 @@ class _Caller:
         policy = self.drafter.policy
         messages = list(kwargs.get("messages") or [])
         kwargs.update(NO_PROVIDER_RETRIES)
+        kwargs.setdefault("drop_params", True)  # e.g. `seed` on providers without it: dropped, not an error
         kwargs.update(self.drafter.endpoint)
         feedback = _feedback(messages, self.initial)
         started = time.monotonic()
@@ -251,7 +258,7 @@ class LLMDrafter:
 
         seed = self.seed + index
         params = {"temperature": self.temperature, "seed": seed, "mode": self.mode_name, "reasks": self.policy.reasks,
-                  "schema": _hash(model_cls.model_json_schema()), "api_base": getattr(self.settings, "api_base", None)}
+                  "schema": _schema_hash(model_cls), "api_base": getattr(self.settings, "api_base", None)}
         key = cache_key(model=self.model, messages_hash=packed.messages_hash, params=params, sample=index)
         hit = self.cache.get(key)
         if hit is not None:
