@@ -34,6 +34,7 @@ from grader.drafting.llm_schema import Verdict, VerdictContext, verdict_model
 from grader.drafting.retry import NO_PROVIDER_RETRIES, RetryPolicy, is_transient
 from grader.drafting.rules import INSUFFICIENT
 from grader.drafting.sampling import SampleResult, reduce_samples, to_citations
+from grader.errors import GraderError
 from grader.prompting import PackedPrompt, litellm_counter, messages_hash, pack_criterion
 from grader.rubric import Criterion, Rubric
 
@@ -168,7 +169,7 @@ class LLMDrafter:
 
     def __init__(self, settings: Any) -> None:
         if not getattr(settings, "model", None):
-            raise ValueError("LLMDrafter needs settings.model (a litellm model string)")
+            raise GraderError("the llm drafter needs a model: pass --model or set GRADER_MODEL")
         self.settings = settings
         self.model: str = settings.model
         self.policy = RetryPolicy.from_settings(settings)
