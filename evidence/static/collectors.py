@@ -8,6 +8,8 @@ from functools import lru_cache
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem
+from evidence.static.cuda import CUDA_KINDS, cuda_items, parse_cuda
+from evidence.static.migration import MIGRATION_KINDS, migration_items
 from evidence.static.engine import Analysis, analyze
 from evidence.static.facts import FACT_KINDS, fact_items, finding_items, rule_kinds
 from evidence.static.framework import load_rules
@@ -42,3 +44,23 @@ class NkiStaticCollector(Collector):
         a = kernel_analysis(submission)
         rules = {r.id: r for r in load_rules()}
         return fact_items(a, self.analyzer) + finding_items(a, rules, self.analyzer)
+
+
+class CudaStaticCollector(Collector):
+    """CUDA facts of `migration.cuda_file` and the CUDA->NKI migration verdicts."""
+
+    name = "cuda-static"
+    version = STATIC_VERSION
+    kinds = {**CUDA_KINDS, **MIGRATION_KINDS}
+
+    def applies(self, submission: Submission) -> bool:
+        return submission.manifest.migration is not None
+
+    def collect(self, submission: Submission) -> list[EvidenceItem]:
+        mig = submission.manifest.migration
+        assert mig is not None
+        facts = parse_cuda(submission.files[mig.cuda_file], mig.cuda_file)
+        items = cuda_items(facts, self.analyzer)
+        if submission.manifest.kernel.file.endswith(".py"):
+            items += migration_items(facts, kernel_analysis(submission), self.analyzer)
+        return items

@@ -1,0 +1,355 @@
+"""CUDA facts with tree-sitter (the `tree-sitter-cuda` grammar): what a migration is judged against.
+
+One parse and one walk of the `.cu` file collect kernels and their launches, `__shared__`
+arrays with sizes, barriers, atomics, warp primitives, tensor-core calls, accumulator dtypes
+(e.g. float accumulation of half inputs), loops with their pattern (thread-strided, tree
+reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or executed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+
+import tree_sitter as ts
+import tree_sitter_cuda
+
+CTYPES = {
+    "__half": "float16", "half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
+    "float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32", "int8_t": "int8",
+    "uint8_t": "uint8", "char": "int8", "short": "int16", "long": "int64", "__half2": "float16", "size_t": "uint64",
+}
+SIZEOF = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1,
+          "int16": 2, "int64": 8, "uint64": 8}
+SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
+WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__reduce_", "__match_")
+TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
+BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+
+
+@cache
+def _parser() -> ts.Parser:
+    return ts.Parser(ts.Language(tree_sitter_cuda.language()))
+
+
+@dataclass
+class CudaFunction:
+    name: str
+    qualifier: str  # global | device | host
+    start: int
+    end: int
+    input_dtypes: tuple[str, ...]  # element dtypes of const pointer parameters
+    pointer_dtypes: tuple[str, ...]
+    builtins: Counter = field(default_factory=Counter)  # "threadIdx.x" -> uses
+    global_index: bool = False
+
+
+@dataclass
+class Event:
+    what: str  # the primitive or variable
+    function: str
+    line: int
+    end: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+    value: float | None = None
+
+
+@dataclass
+class CudaFacts:
+    file: str
+    functions: list[CudaFunction] = field(default_factory=list)
+    launches: list[Event] = field(default_factory=list)
+    shared: list[Event] = field(default_factory=list)
+    syncs: list[Event] = field(default_factory=list)
+    atomics: list[Event] = field(default_factory=list)
+    warp: list[Event] = field(default_factory=list)
+    tensor_core: list[Event] = field(default_factory=list)
+    accumulators: list[Event] = field(default_factory=list)
+    loops: list[Event] = field(default_factory=list)
+    other_idioms: list[Event] = field(default_factory=list)  # printf, grid sync, spin loops, malloc
+
+    @property
+    def kernels(self) -> list[CudaFunction]:
+        return [f for f in self.functions if f.qualifier == "global"]
+
+
+class _Walker:
+    def __init__(self, src: bytes, file: str) -> None:
+        self.src, self.facts = src, CudaFacts(file)
+        self.macros: dict[str, int] = {}
+        self.types: dict[str, str] = {}  # variable -> dtype, in the current function
+        self.thread_vars: set[str] = set()
+        self.fn: CudaFunction | None = None
+        self.depth = 0
+        self.seen_acc: set[tuple[str, str]] = set()
+
+    def text(self, n: ts.Node) -> str:
+        return self.src[n.start_byte:n.end_byte].decode(errors="replace")
+
+    def fold(self, n: ts.Node | None) -> int | None:
+        if n is None:
+            return None
+        t = n.type
+        if t == "number_literal":
+            m = re.match(r"(0x[0-9a-fA-F]+|\d+)", self.text(n))
+            return int(m.group(1), 0) if m else None
+        if t == "identifier":
+            return self.macros.get(self.text(n))
+        if t == "parenthesized_expression":
+            return self.fold(n.named_children[0]) if n.named_children else None
+        if t == "binary_expression":
+            a, b = self.fold(n.child_by_field_name("left")), self.fold(n.child_by_field_name("right"))
+            op = self.text(n.child_by_field_name("operator")) if n.child_by_field_name("operator") else ""
+            if a is None or b is None:
+                return None
+            ops = {"+": a + b, "-": a - b, "*": a * b, "<<": a << b if b >= 0 else None, ">>": a >> b if b >= 0 else None}
+            if op in ops:
+                return ops[op]
+            if op in ("/", "%") and b:
+                return a // b if op == "/" else a % b
+        return None
+
+    def walk(self, n: ts.Node) -> None:
+        t = n.type
+        handler = getattr(self, "on_" + t, None)
+        if handler is not None and handler(n) is False:
+            return
+        for c in n.children:
+            self.walk(c)
+        if t in ("for_statement", "while_statement", "do_statement"):
+            self.depth -= 1
+        elif t == "function_definition" and self.fn is not None:
+            self.fn = None
+
+    # -- handlers -------------------------------------------------------------------------
+    def on_preproc_def(self, n: ts.Node) -> bool:
+        name, arg = n.child_by_field_name("name"), n.child_by_field_name("value")
+        if name is not None and arg is not None:
+            m = re.fullmatch(r"\s*\(?\s*(\d+)\s*\)?\s*", self.text(arg))
+            if m:
+                self.macros[self.text(name)] = int(m.group(1))
+        return False
+
+    def on_function_definition(self, n: ts.Node) -> None:
+        decl = n.child_by_field_name("declarator")
+        head = self.src[n.start_byte:decl.start_byte if decl else n.start_byte].decode(errors="replace")
+        qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
+        name_node = decl.child_by_field_name("declarator") if decl is not None else None
+        name = self.text(name_node) if name_node is not None else "?"
+        self.types, self.thread_vars = {}, set()
+        inputs, pointers = [], []
+        params = decl.child_by_field_name("parameters") if decl is not None else None
+        for p in params.named_children if params is not None else ():
+            ptext = self.text(p)
+            dtype = _dtype_of(ptext)
+            pname = re.findall(r"[A-Za-z_]\w*", ptext)
+            if pname:
+                self.types[pname[-1]] = dtype or ""
+            if "*" in ptext and dtype:
+                pointers.append(dtype)
+                if "const" in ptext.split("*")[0]:
+                    inputs.append(dtype)
+        self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
+        self.facts.functions.append(self.fn)
+
+    def on_declaration(self, n: ts.Node) -> None:
+        text = self.text(n)
+        dtype = _dtype_of(text.split("=")[0])
+        for d in n.named_children:
+            if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
+                names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
+                if names:
+                    self.types[names[-1]] = dtype or ""
+                    if d.type == "init_declarator" and (
+                            any(b in self.text(d) for b in ("threadIdx", "laneid"))
+                            or self.thread_vars & set(re.findall(r"[A-Za-z_]\w*", self.text(d).split("=", 1)[-1]))):
+                        self.thread_vars.add(names[-1])
+        if "__shared__" in text and self.fn is not None:
+            arr = next((d for d in n.named_children if d.type == "array_declarator"), None)
+            dims = []
+            node = arr
+            while node is not None and node.type == "array_declarator":
+                size = node.child_by_field_name("size")
+                dims.insert(0, self.fold(size) if size is not None else None)
+                node = node.child_by_field_name("declarator")
+            name = self.text(node) if node is not None else re.findall(r"[A-Za-z_]\w*", text.split(";")[0])[-1]
+            elems = 1
+            for d in dims:
+                elems = elems * d if elems is not None and d is not None else None
+            size = SIZEOF.get(dtype or "")
+            nbytes = elems * size if elems is not None and size else None
+            self.facts.shared.append(Event(name, self.fn.name, n.start_point[0] + 1, labels={
+                "dtype": dtype or "?", "dims": "x".join("?" if d is None else str(d) for d in dims) or "scalar",
+                "dynamic": str("extern" in text and not all(dims)).lower()}, value=nbytes))
+
+    def on_field_expression(self, n: ts.Node) -> bool:
+        text = self.text(n)
+        base = text.split(".")[0]
+        if base in BUILTINS and self.fn is not None:
+            self.fn.builtins[text] += 1
+        return True
+
+    def on_call_expression(self, n: ts.Node) -> None:
+        fn_node = n.child_by_field_name("function")
+        name = self.text(fn_node) if fn_node is not None else ""
+        line = n.start_point[0] + 1
+        where = self.fn.name if self.fn else ""
+        kcall = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
+        if kcall is not None:
+            args = [c for c in kcall.named_children]
+            grid, block = (self.text(args[0]) if args else "?"), (self.text(args[1]) if len(args) > 1 else "?")
+            self.facts.launches.append(Event(name, where, line, labels={"grid": grid, "block": block,
+                                             "shared_bytes": self.text(args[2]) if len(args) > 2 else "0"},
+                                             value=self.fold(args[1]) if len(args) > 1 else None))
+        elif name.startswith(SYNC) or name.endswith(".sync") or name.endswith("grid_group::sync"):
+            target = self.facts.other_idioms if "grid" in name else self.facts.syncs
+            target.append(Event(name if "grid" not in name else "grid_sync", where, line))
+        elif name.startswith("atomic"):
+            self.facts.atomics.append(Event(name, where, line))
+        elif name.startswith(WARP):
+            self.facts.warp.append(Event(name, where, line))
+        elif any(k in name for k in TENSOR_CORE):
+            self.facts.tensor_core.append(Event(name, where, line))
+        elif name in ("printf", "malloc", "free", "cudaMalloc") or name.endswith("this_grid"):
+            if self.fn is not None and self.fn.qualifier != "host":
+                self.facts.other_idioms.append(Event(name, where, line))
+
+    def on_for_statement(self, n: ts.Node) -> None:
+        self._loop(n)
+
+    def on_while_statement(self, n: ts.Node) -> None:
+        self._loop(n)
+
+    def on_do_statement(self, n: ts.Node) -> None:
+        self._loop(n)
+
+    def _loop(self, n: ts.Node) -> None:
+        self.depth += 1
+        header = self.text(n).split("{")[0].split("\n")[0]
+        words = set(re.findall(r"[A-Za-z_]\w*", header))
+        if "gridDim" in header:
+            pattern = "grid_stride"
+        elif ("blockDim" in header or "threadIdx" in header) or (self.thread_vars & words and "+=" in header):
+            pattern = "thread_stride"
+        elif ">>=" in header or "/= 2" in header or "*= 2" in header or "<<=" in header:
+            pattern = "tree_reduction"
+        elif n.type == "while_statement" and ("atomic" in header or "volatile" in header):
+            pattern = "spin_wait"
+            self.facts.other_idioms.append(Event("spin_wait", self.fn.name if self.fn else "", n.start_point[0] + 1))
+        else:
+            pattern = "serial"
+        self.facts.loops.append(Event(n.type.split("_")[0], self.fn.name if self.fn else "", n.start_point[0] + 1,
+                                      n.end_point[0] + 1, labels={"pattern": pattern}, value=float(self.depth)))
+
+    def on_assignment_expression(self, n: ts.Node) -> None:
+        if self.fn is None:
+            return
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        op_node = n.child_by_field_name("operator")
+        op = self.text(op_node) if op_node is not None else "="
+        if left is None or left.type != "identifier" or right is None:
+            return
+        name = self.text(left)
+        rtext = self.text(right)
+        reads_self = name in re.findall(r"[A-Za-z_]\w*", rtext)
+        is_update = op in ("+=", "-=", "*=") or (op == "=" and reads_self and re.search(r"\b(fmaxf|fminf|max|min|fmax|fmin)\b|\+", rtext))
+        if not is_update or (self.depth == 0 and op == "="):
+            return
+        dtype = self.types.get(name, "")
+        if not dtype.startswith(("float", "bfloat")) or (self.fn.name, name) in self.seen_acc:
+            return
+        self.seen_acc.add((self.fn.name, name))
+        self.facts.accumulators.append(Event(name, self.fn.name, n.start_point[0] + 1,
+                                             labels={"accumulator_dtype": dtype, "op": op}))
+
+
+def _dtype_of(text: str) -> str | None:
+    for word in re.findall(r"[A-Za-z_]\w*", text):
+        if word in CTYPES:
+            return CTYPES[word]
+    return None
+
+
+def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
+    src = source.encode()
+    tree = _parser().parse(src)
+    w = _Walker(src, file)
+    w.walk(tree.root_node)
+    facts = w.facts
+    inputs = next((k.input_dtypes for k in facts.kernels if k.input_dtypes), ())
+    in_dtype = inputs[0] if inputs else "unknown"
+    for acc in facts.accumulators:
+        acc.labels["input_dtype"] = in_dtype
+    for k in facts.kernels:
+        body = src.decode(errors="replace").splitlines()[k.start - 1:k.end]
+        k.global_index = any(re.search(r"blockIdx\.\w\s*\*\s*blockDim\.\w|blockDim\.\w\s*\*\s*blockIdx\.\w", ln) for ln in body)
+    return facts
+
+
+CUDA_KINDS = {
+    "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block when a launch is found; metrics: block_threads)",
+    "cuda.shared_memory": "a __shared__ array (labels: name, dtype, dims, dynamic; metrics: bytes when constant)",
+    "cuda.sync": "barriers (__syncthreads, __syncwarp, ...) in one function (labels: primitive, lines; metrics: count)",
+    "cuda.atomic": "an atomic operation (labels: op, function)",
+    "cuda.warp_primitive": "warp shuffles/votes in one function (labels: primitive, lines; metrics: count)",
+    "cuda.tensor_core": "tensor-core (wmma/mma) calls in one function (labels: op, lines; metrics: count)",
+    "cuda.accumulator": "a variable accumulated in a loop (labels: name, input_dtype, accumulator_dtype, function)",
+    "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|serial|spin_wait; metrics: depth)",
+    "cuda.thread_indexing": "threadIdx/blockIdx use in a kernel (labels: pattern, builtins; metrics: uses per builtin)",
+}
+
+
+def cuda_items(facts: CudaFacts, analyzer: str) -> list:
+    """Evidence items for the CUDA facts (imported lazily to keep this module tree-sitter-only)."""
+    from evidence.model import EvidenceItem, Location, make_id
+
+    f = facts.file
+    crit = ("migration_fidelity",)
+
+    def item(kind: str, key: object, title: str, line: int, end: int | None = None, **kw: object) -> EvidenceItem:
+        kw.setdefault("criteria", crit)
+        return EvidenceItem(id=make_id(kind, f, line, key), kind=kind, analyzer=analyzer, title=title,
+                            location=Location(file=f, start_line=line, end_line=end or line), **kw)
+
+    items = []
+    for k in facts.kernels:
+        launch = next((e for e in facts.launches if e.what == k.name), None)
+        labels = {"name": k.name, "inputs": ",".join(k.input_dtypes)}
+        metrics = {}
+        if launch is not None:
+            labels.update({"grid": launch.labels["grid"], "block": launch.labels["block"], "launch_line": str(launch.line)})
+            if launch.value is not None:
+                metrics["block_threads"] = float(launch.value)
+        items.append(item("cuda.kernel", k.name, f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>"
+                          if launch else ""), k.start, k.end, labels=labels, metrics=metrics))
+        pattern = "global_index" if k.global_index else (
+            "grid_stride" if any(e.labels["pattern"] == "grid_stride" for e in facts.loops if e.function == k.name)
+            else "block_per_tile_thread_stride" if any(b.startswith("threadIdx") for b in k.builtins) else "none")
+        items.append(item("cuda.thread_indexing", k.name, f"{k.name}: {sum(k.builtins.values())} threadIdx/blockIdx/"
+                          f"blockDim uses ({pattern})", k.start, k.end,
+                          labels={"pattern": pattern, "builtins": ",".join(sorted(k.builtins))},
+                          metrics={b: float(n) for b, n in sorted(k.builtins.items())}))
+    for e in facts.shared:
+        items.append(item("cuda.shared_memory", e.what, f"__shared__ {e.labels['dtype']} {e.what}[{e.labels['dims']}]",
+                          e.line, labels={"name": e.what, **e.labels, "function": e.function},
+                          metrics={"bytes": float(e.value)} if e.value is not None else {}))
+    for kind, events in (("cuda.sync", facts.syncs), ("cuda.warp_primitive", facts.warp), ("cuda.tensor_core", facts.tensor_core)):
+        groups: dict[tuple[str, str], list[int]] = {}
+        for e in events:
+            groups.setdefault((e.function, e.what), []).append(e.line)
+        for (fn, what), lines in sorted(groups.items()):
+            items.append(item(kind, f"{fn}:{what}", f"{what} x{len(lines)} in {fn}", min(lines), max(lines),
+                              labels={"primitive": what, "function": fn, "lines": ",".join(map(str, lines))},
+                              metrics={"count": float(len(lines))}))
+    for e in facts.atomics:
+        items.append(item("cuda.atomic", e.what, f"{e.what} in {e.function}", e.line, labels={"op": e.what, "function": e.function}))
+    for e in facts.accumulators:
+        items.append(item("cuda.accumulator", f"{e.function}:{e.what}", f"{e.labels['accumulator_dtype']} accumulator "
+                          f"'{e.what}' over {e.labels['input_dtype']} inputs in {e.function}", e.line,
+                          labels={"name": e.what, "function": e.function, **e.labels}, criteria=crit + ("precision",)))
+    for e in facts.loops:
+        items.append(item("cuda.loop", "", f"{e.what} loop ({e.labels['pattern']}) in {e.function}", e.line, e.end,
+                          labels={**e.labels, "function": e.function}, metrics={"depth": e.value or 1.0}))
+    return items

@@ -1,0 +1,161 @@
+"""CUDA -> NKI migration verdicts: the CUDA facts and the NKI analysis side by side, per aspect.
+
+Each aspect is one `migration.*` item whose labels carry the `verdict`, a `cuda` summary and an
+`nki` summary, so a reviewer (or drafter) sees both sides and the rule that decided. The mapping
+follows REFERENCE §6: threads become tiles on 128 partitions, shared-memory tiles become SBUF
+tiles, warp/block reductions become free-axis reductions, atomics become PSUM accumulation or
+explicit reductions; per-element loops that replay the CUDA thread structure are a surface port.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.static.cuda import CudaFacts
+from evidence.static.engine import Analysis
+from evidence.static.shapes import ITEMSIZE, LOW_PRECISION, REDUCE_CALLS, Tensor
+
+MIGRATION_KINDS = {
+    "migration.accumulation": "accumulation dtype, CUDA vs NKI (labels: verdict = preserved|narrowed|unknown, cuda, nki)",
+    "migration.tiling": "CUDA shared-memory/thread-block tiling vs NKI SBUF tiling (labels: verdict = "
+                        "restructured|surface|missing, cuda, nki)",
+    "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed, cuda, nki)",
+    "migration.thread_indexing": "CUDA thread indexing vs NKI tiles (labels: verdict = tile_level|thread_emulation, cuda, nki)",
+    "migration.idioms": "CUDA idioms without an NKI equivalent and how the port handled them (labels: verdict = "
+                        "handled|unhandled|none, cuda, nki, idiom:<name>)",
+}
+_SEVERITY = {
+    "preserved": Severity.info, "restructured": Severity.info, "replaced": Severity.info, "not_needed": Severity.info,
+    "tile_level": Severity.info, "handled": Severity.info, "none": Severity.info, "unknown": Severity.low,
+    "surface": Severity.medium, "thread_emulation": Severity.medium, "unhandled": Severity.medium,
+    "narrowed": Severity.high, "missing": Severity.high,
+}
+_REDUCTIONS = REDUCE_CALLS | {"nisa.activation_reduce", "nisa.tensor_partition_reduce", "nisa.tensor_scalar_reduce",
+                              "nisa.bn_stats", "nisa.tensor_tensor_scan", "nl.loop_reduce", "nl.all_reduce"}
+
+
+@dataclass
+class NkiSide:
+    """What the migration verdicts need from the NKI analysis."""
+
+    acc_dtypes: set[str]
+    reductions: list[str]
+    thread_emulation: int
+    tile_partitions: int  # largest known partition count of a loaded/computed tile
+    n_loads: int
+    atomic_like: list[str]
+    device_print: bool
+    kernel_span: tuple[int, int]
+
+
+def nki_side(a: Analysis) -> NkiSide:
+    acc, reductions, atomic_like, parts, loads = set(), [], [], 0, 0
+    for fn in a.functions:
+        for c in fn.calls:
+            t = c.tensor
+            if c.name in _REDUCTIONS:
+                reductions.append(c.name)
+                if t is not None and t.dtype:
+                    acc.add(t.dtype)
+            if c.name in ("nl.atomic_rmw",) or c.has_kw("dst_rmw_op"):
+                atomic_like.append(c.name)
+            if c.name.startswith("nl.load"):
+                loads += 1
+            if t is not None and t.partitions is not None and t.buffer in ("sbuf", "psum"):
+                parts = max(parts, t.partitions)
+        for s in fn.assigns:
+            tv = s.target_value
+            accumulating = s.kind == "aug" or (s.target is not None and s.target in s.names and s.loops)
+            if accumulating and isinstance(tv, Tensor) and tv.dtype:
+                acc.add(tv.dtype)
+                if s.kind == "aug" and isinstance(s.value, Tensor) and s.value.origin == "matmul":
+                    atomic_like.append("psum += matmul")
+    kernel = next((f for f in a.functions if f.is_kernel), a.functions[0] if a.functions else None)
+    return NkiSide(acc, reductions, sum(f.rule == "thread-emulation" for f in a.findings), parts, loads, atomic_like,
+                   any(c.name == "nl.device_print" for fn in a.functions for c in fn.calls),
+                   (kernel.start, kernel.end) if kernel else (1, 1))
+
+
+def _width(dtype: str) -> int:
+    return ITEMSIZE.get(dtype, 4) * (2 if dtype in ("float32", "float64") else 1)
+
+
+def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str) -> list[EvidenceItem]:
+    nki = nki_side(a)
+    loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
+    out: list[EvidenceItem] = []
+
+    def emit(aspect: str, verdict: str, cuda_text: str, nki_text: str, title: str, criteria: tuple[str, ...],
+             extra: dict[str, str] | None = None, metrics: dict[str, float] | None = None) -> None:
+        kind = "migration." + aspect
+        out.append(EvidenceItem(
+            id=make_id(kind, a.file), kind=kind, analyzer=analyzer, severity=_SEVERITY[verdict],
+            title=f"{aspect.replace('_', ' ')}: {verdict} ({title})", location=loc,
+            detail=f"CUDA ({cuda.file}): {cuda_text}. NKI ({a.file}): {nki_text}.",
+            labels={"verdict": verdict, "cuda": cuda_text, "nki": nki_text, "cuda_file": cuda.file, **(extra or {})},
+            metrics=metrics or {}, criteria=criteria,
+        ))
+
+    # Accumulation dtype.
+    cuda_acc = sorted({e.labels["accumulator_dtype"] for e in cuda.accumulators})
+    cuda_in = sorted({e.labels["input_dtype"] for e in cuda.accumulators})
+    cuda_text = (f"{'/'.join(cuda_acc)} accumulation of {'/'.join(cuda_in)} inputs" if cuda_acc else "no loop accumulators found")
+    nki_text = f"accumulators/statistics in {'/'.join(sorted(nki.acc_dtypes)) or 'unknown dtype'}"
+    narrowed = [d for d in nki.acc_dtypes if d in LOW_PRECISION]
+    if cuda_acc and (narrowed or any(f.rule == "low-precision-accumulator" for f in a.findings)):
+        verdict = "narrowed"
+    elif cuda_acc and nki.acc_dtypes and min(_width(d) for d in nki.acc_dtypes) >= max(_width(d) for d in cuda_acc):
+        verdict = "preserved"
+    else:
+        verdict = "unknown"
+    emit("accumulation", verdict, cuda_text, nki_text, "accumulator dtype", ("migration_fidelity", "precision"))
+
+    # Thread indexing and tiling.
+    uses = sum(sum(k.builtins.values()) for k in cuda.kernels)
+    cuda_idx = f"{uses} threadIdx/blockIdx/blockDim uses in {len(cuda.kernels)} kernel(s)"
+    emulated = nki.thread_emulation > 0
+    nki_idx = (f"{nki.thread_emulation} per-element/per-row loop(s) on 1-partition tiles" if emulated
+               else f"tiles of up to {nki.tile_partitions} partitions, no per-element loops")
+    emit("thread_indexing", "thread_emulation" if emulated else "tile_level", cuda_idx, nki_idx, "threads vs tiles",
+         ("migration_fidelity", "tiling", "performance"), metrics={"thread_emulation_loops": float(nki.thread_emulation),
+                                                                    "max_tile_partitions": float(nki.tile_partitions)})
+    smem = sum(e.value or 0 for e in cuda.shared)
+    cuda_tile = (f"{len(cuda.shared)} __shared__ array(s), {int(smem)} B; block of "
+                 f"{next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
+    if nki.n_loads == 0:
+        verdict = "missing"
+    elif emulated or nki.tile_partitions <= 1:
+        verdict = "surface"
+    else:
+        verdict = "restructured"
+    emit("tiling", verdict, cuda_tile, f"{nki.n_loads} load site(s), largest tile {nki.tile_partitions} partitions",
+         "shared memory vs SBUF", ("migration_fidelity", "tiling"), metrics={"cuda_shared_bytes": float(smem)})
+
+    # Atomics.
+    atomics = sorted({e.what for e in cuda.atomics})
+    if not atomics:
+        verdict, nki_atom = "not_needed", "none needed"
+    elif nki.atomic_like or nki.reductions:
+        verdict, nki_atom = "replaced", ", ".join(sorted(set(nki.atomic_like + nki.reductions)))
+    else:
+        verdict, nki_atom = "missing", "no atomic_rmw, PSUM accumulation or reduction"
+    emit("atomics", verdict, ", ".join(atomics) or "no atomics", nki_atom, "atomics", ("migration_fidelity",))
+
+    # Idioms without an NKI equivalent (REFERENCE §6).
+    idioms: dict[str, bool] = {}
+    if cuda.warp:
+        idioms["warp_shuffle"] = bool(nki.reductions) and not emulated
+    if cuda.syncs:
+        idioms["block_barrier"] = not emulated
+    for e in cuda.other_idioms:
+        idioms[e.what] = e.what == "printf" or not emulated
+    if any(e.what in ("atomicCAS", "atomicMin", "atomicMax", "atomicExch") for e in cuda.atomics):
+        idioms["atomic_cas_minmax"] = bool(nki.reductions) and not emulated
+    verdict = "none" if not idioms else ("handled" if all(idioms.values()) else "unhandled")
+    cuda_id = ", ".join(sorted(idioms)) or "none"
+    nki_id = (f"reductions: {', '.join(sorted(set(nki.reductions)))}" if nki.reductions else "no NKI reductions") + (
+        "; CUDA thread structure replayed per element" if emulated else "")
+    emit("idioms", verdict, cuda_id, nki_id, "CUDA-only idioms", ("migration_fidelity", "neuron_platform"),
+         extra={f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())})
+    return out
