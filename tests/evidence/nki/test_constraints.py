@@ -1,0 +1,364 @@
+"""Every constraint check: a small failing kernel, asserting the error code AND the kernel line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evidence.nki import KernelError, SimulationError, UnsupportedOpError
+
+from .conftest import marked_line, run_source
+
+A = np.ones((256, 512), np.float32)
+B = np.ones((128, 512), np.float32)
+
+# (case id, kernel body, args, expected error code)
+ERRORS = [
+    ("sbuf_partitions", """
+        def kernel(a):
+            t = nl.ndarray((256, 64), dtype=nl.float32, buffer=nl.sbuf)  # <-
+            return a
+     """, (B,), "err_num_partition_exceed_arch_limit"),
+    ("load_partitions", """
+        def kernel(a):
+            t = nl.load(a)  # <-
+            return a
+     """, (A,), "err_num_partition_exceed_arch_limit"),
+    ("psum_tile_too_big", """
+        def kernel(a):
+            acc = nl.zeros((128, 1024), nl.float32, buffer=nl.psum)  # <-
+            return a
+     """, (B,), "err_size_of_dimension_exceed_arch_limit"),
+    ("matmul_stationary_free", """
+        def kernel(a):
+            x = nl.load(a[0:128, 0:256])
+            y = nl.load(a[0:128, 0:256])
+            r = nisa.nc_matmul(x, y)  # <-
+            return a
+     """, (B,), "err_size_of_dimension_exceed_arch_limit"),
+    ("matmul_moving_free", """
+        def kernel(a, b):
+            x = nl.load(a[0:128, 0:128])
+            y = nl.ndarray((128, 1024), dtype=nl.float32)
+            y[:, 0:512] = nl.load(a)
+            y[:, 512:1024] = nl.load(a)
+            r = nl.matmul(x, y, transpose_x=True)  # <-
+            return b
+     """, (B, B), "err_size_of_dimension_exceed_arch_limit"),
+    ("matmul_k_mismatch", """
+        def kernel(a):
+            x = nl.load(a[0:128, 0:128])
+            y = nl.load(a[0:64, 0:512])
+            r = nl.matmul(x, y, transpose_x=True)  # <-
+            return a
+     """, (B,), "err_num_partition_mismatch"),
+    ("matmul_reads_psum", """
+        def kernel(a):
+            x = nl.load(a[0:128, 0:128])
+            p = nl.matmul(x, x, transpose_x=True)
+            r = nl.matmul(p, x, transpose_x=True)  # <-
+            return a
+     """, (B,), "err_unsupported_memory"),
+    ("compute_on_hbm", """
+        def kernel(a):
+            r = nl.exp(a)  # <-
+            return a
+     """, (B,), "err_unsupported_memory"),
+    ("load_from_sbuf", """
+        def kernel(a):
+            t = nl.load(a)
+            u = nl.load(t)  # <-
+            return a
+     """, (B,), "err_unsupported_memory"),
+    ("store_into_sbuf", """
+        def kernel(a):
+            t = nl.load(a)
+            u = nl.ndarray((128, 512), dtype=nl.float32)
+            nl.store(u, value=t)  # <-
+            return a
+     """, (B,), "err_unsupported_memory"),
+    ("rank_one_tile", """
+        def kernel(a):
+            t = nl.ndarray((128,), dtype=nl.float32)  # <-
+            return a
+     """, (B,), "err_insufficient_rank"),
+    ("reduce_partition_axis", """
+        def kernel(a):
+            t = nl.load(a)
+            s = nl.sum(t, axis=0)  # <-
+            return a
+     """, (B,), "err_unsupported_reduce_axis"),
+    ("tensor_reduce_not_last_axis", """
+        def kernel(a):
+            t = nl.load(a.reshape((128, 8, 64)))
+            s = nisa.tensor_reduce(np.add, t, axis=[1])  # <-
+            return a
+     """, (B,), "err_unsupported_reduce_axis"),
+    ("tensor_tensor_partitions", """
+        def kernel(a):
+            x = nl.load(a)
+            y = nl.load(a[0:1, :])
+            z = nisa.tensor_tensor(x, y, op=np.add)  # <-
+            return a
+     """, (B,), "err_num_partition_mismatch"),
+    ("store_into_immutable_input", """
+        def kernel(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            t = nl.load(a)
+            nl.store(a, value=t)  # <-
+            nl.store(out, value=t)
+            return out
+     """, (B,), "err_cannot_update_immutable_parameter"),
+    ("shared_hbm_in_loop", """
+        def kernel(a):
+            for i in nl.affine_range(2):
+                out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)  # <-
+            return out
+     """, (B,), "err_shared_hbm_must_in_kernel_level"),
+    ("hbm_with_init_value", """
+        def kernel(a):
+            out = nl.zeros(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)  # <-
+            return out
+     """, (B,), "err_hbm_tensor_with_init_value_not_supported"),
+    ("out_of_bounds", """
+        def kernel(a):
+            i_p = nl.arange(128)[:, None]
+            i_f = nl.arange(600)[None, :]
+            t = nl.load(a[i_p, i_f])  # <-
+            return a
+     """, (B,), "err_tensor_access_out_of_bound"),
+    ("slice_out_of_bounds", """
+        def kernel(a):
+            t = nl.load(a[0:128, 0:1024])  # <-
+            return a
+     """, (B,), "err_tensor_access_out_of_bound"),
+    ("mixed_indexing", """
+        def kernel(a):
+            i_p = nl.arange(128)[:, None]
+            t = nl.load(a[i_p, 0:512])  # <-
+            return a
+     """, (B,), "err_unsupported_mixing_basic_advanced_tensor_indexing"),
+    ("unlifted_arange", """
+        def kernel(a):
+            t = nl.load(a[nl.arange(128), nl.arange(512)])  # <-
+            return a
+     """, (B,), "err_1d_arange_not_supported"),
+    ("transpose_too_big", """
+        def kernel(a):
+            t = nl.load(a)
+            u = nl.transpose(t)  # <-
+            return a
+     """, (B,), "err_size_of_dimension_exceed_arch_limit"),
+    ("vector_transpose_too_big", """
+        def kernel(a):
+            t = nl.load(a[0:64, 0:64])
+            u = nisa.nc_transpose(t, engine=nisa.vector_engine)  # <-
+            return a
+     """, (B,), "err_size_of_dimension_exceed_arch_limit"),
+    ("bn_stats_too_wide", """
+        def kernel(a):
+            t = nl.load(a[0:128, :].reshape((128, 512)))
+            u = nl.ndarray((128, 1024), dtype=nl.float32)
+            u[:, 0:512] = t
+            u[:, 512:1024] = t
+            s = nisa.bn_stats(u)  # <-
+            return a
+     """, (B,), "err_size_of_dimension_exceed_arch_limit"),
+    ("tile_truth_value", """
+        def kernel(a):
+            t = nl.load(a)
+            if t:  # <-
+                pass
+            return a
+     """, (B,), "err_ambiguous_tensor_truth_value"),
+    ("activation_bias_shape", """
+        def kernel(a):
+            t = nl.load(a)
+            r = nisa.activation(op=nl.exp, data=t, bias=t)  # <-
+            return a
+     """, (B,), "err_activation_bias_invalid_type"),
+    ("block_dims_to_compute", """
+        def kernel(a):
+            t = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32)
+            t[0] = nl.load(a)
+            t[1] = nl.load(a)
+            u = nl.exp(t)  # <-
+            return a
+     """, (B,), "err_failed_to_infer_tile_from_local_tensor"),
+]
+
+
+@pytest.mark.parametrize("body,args,code", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_constraint_error_names_code_and_line(body, args, code):
+    with pytest.raises(SimulationError) as info:
+        run_source(body, "kernel", *args)
+    _, src = None, None
+    from .conftest import kernel_source
+
+    src = kernel_source(body)
+    err = info.value
+    assert err.code == code, err
+    assert err.file == "k.py"
+    assert err.line == marked_line(src), err
+
+
+def test_unsupported_op_names_the_op_and_the_table():
+    body = """
+        def kernel(a):
+            t = nl.load(a)
+            u = nisa.local_gather(t, t)  # <-
+            return a
+    """
+    with pytest.raises(UnsupportedOpError) as info:
+        run_source(body, "kernel", B)
+    from .conftest import kernel_source
+
+    assert info.value.line == marked_line(kernel_source(body))
+    assert "nisa.local_gather" in info.value.message and "evidence/nki/ops" in info.value.message
+
+
+def test_python_error_in_kernel_reports_its_line():
+    body = """
+        def kernel(a):
+            t = nl.load(a)
+            x = 1 / 0  # <-
+            return a
+    """
+    with pytest.raises(KernelError) as info:
+        run_source(body, "kernel", B)
+    from .conftest import kernel_source
+
+    assert info.value.code == "python_error" and "ZeroDivisionError" in info.value.message
+    assert info.value.line == marked_line(kernel_source(body))
+
+
+def test_nested_kernel_with_grid():
+    body = """
+        @nki.jit
+        def inner(a):
+            return a
+
+        def kernel(a):
+            inner[2](a)  # <-
+            return a
+    """
+    with pytest.raises(SimulationError) as info:
+        run_source(body, "kernel", B)
+    assert info.value.code == "err_nested_kernel_with_spmd_grid"
+
+
+# --- non-fatal findings (reported, never raised) ---------------------------------------------------
+
+def _findings(body, *args, **kw):
+    from .conftest import kernel_source
+
+    sim, src = run_source(body, "kernel", *args, **kw)
+    return {(f.code, f.line) for f in sim.report.findings}, kernel_source(body), sim
+
+
+def test_affine_range_output_dependency_is_a_finding_with_line():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            for i in nl.affine_range(2):
+                t = nl.load(a[i * 128:(i + 1) * 128, :])
+                nl.store(out[0:128, :], value=t)  # <-
+            return out
+    """
+    found, src, _ = _findings(body, A)
+    assert ("err_unexpected_output_dependencies", marked_line(src)) in found
+
+
+def test_sequential_range_and_indexed_writes_have_no_dependency_finding():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            out2 = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            for i in nl.sequential_range(2):
+                t = nl.load(a[i * 128:(i + 1) * 128, :])
+                nl.store(out[0:128, :], value=t)
+            for i in nl.affine_range(2):
+                for j in nl.affine_range(2):
+                    t = nl.load(a[i * 128:(i + 1) * 128, j * 256:(j + 1) * 256])
+                    nl.store(out2[i * 128:(i + 1) * 128, j * 256:(j + 1) * 256], value=t)
+            return out, out2
+    """
+    found, _, _ = _findings(body, A)
+    assert not found
+
+
+def test_spmd_instances_writing_the_same_location():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            t = nl.load(a[0:128, :])
+            nl.store(out, value=t)  # <-
+            return out
+    """
+    found, src, _ = _findings(body, A, grid=(2,))
+    assert ("err_unexpected_output_dependencies", marked_line(src)) in found
+
+
+def test_uninitialised_read_is_a_finding_with_line():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            buf = nl.ndarray((128, 512), dtype=nl.float32)
+            buf[:, 0:256] = nl.load(a[:, 0:256])
+            r = nl.exp(buf)  # <-
+            nl.store(out, value=r)
+            return out
+    """
+    found, src, sim = _findings(body, B)
+    assert ("uninitialized_read", marked_line(src)) in found
+    assert np.isnan(sim.outputs[0][:, 256:]).all() and not np.isnan(sim.outputs[0][:, :256]).any()
+
+
+def test_sbuf_and_psum_capacity_are_findings_not_errors():
+    body = """
+        def kernel(a):
+            big = []
+            for i in nl.static_range(40):
+                big.append(nl.zeros((128, 2048), nl.float32))
+            banks = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(9)]
+            return a
+    """
+    found, _, sim = _findings(body, B, target="trn1")
+    codes = {c for c, _ in found}
+    assert {"sbuf_capacity_exceeded", "psum_capacity_exceeded"} <= codes
+    assert sim.report.sbuf_peak_bytes_per_partition >= 40 * 8192
+    assert sim.report.sbuf_usable_bytes_per_partition == 180224
+    assert sim.report.psum_peak_banks == 9
+
+
+def test_output_not_written_and_partially_written():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            out2 = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out2[:, 0:100], value=nl.load(a[:, 0:100]))
+            return out, out2
+    """
+    found, _, _ = _findings(body, B)
+    codes = {c for c, _ in found}
+    assert {"err_tensor_output_not_written_to", "output_not_fully_written"} <= codes
+
+
+def test_valid_kernels_get_no_findings_or_errors():
+    body = """
+        def kernel(a, b):
+            out = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            for m in nl.affine_range(2):
+                acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+                for k in nl.affine_range(4):
+                    x = nl.load(b[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                    y = nl.load(a[k * 128:(k + 1) * 128, :])
+                    acc += nl.matmul(x, y, transpose_x=True)
+                nl.store(out[m * 128:(m + 1) * 128, :], value=nl.copy(acc))
+            return out
+    """
+    a = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((512, 256)).astype(np.float32)
+    found, _, sim = _findings(body, a, b)
+    assert not found
+    np.testing.assert_allclose(sim.outputs[0], b.T.astype(np.float64) @ a, rtol=1e-4, atol=1e-3)
