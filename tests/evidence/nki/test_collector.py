@@ -1,0 +1,143 @@
+"""The nki-simulator collector on small in-memory submissions (each run is a child process)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evidence.model import Severity
+from evidence.nki.collector import SimulationCollector, scrubbed_env
+from evidence.submission import Manifest, Submission
+
+HEAD = """import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+"""
+GOOD = HEAD + """@nki.jit
+def kernel(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        x = nl.load(a[i * 128:(i + 1) * 128, :])
+        y = nl.load(b[i * 128:(i + 1) * 128, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(x, y))
+    return out
+"""
+REF = "def ref(a, b):\n    return a + b\n"
+
+
+def submission(kernel: str, ref: str = REF, rtol=None, inputs=None, atol=None) -> Submission:
+    manifest = Manifest.model_validate({
+        "task": {"id": "t", "title": "t", "rtol": rtol, "atol": atol},
+        "kernel": {"file": "kernel.py", "entry": "kernel"},
+        "inputs": inputs or [{"name": "a", "shape": [256, 64]}, {"name": "b", "shape": [256, 64]}],
+        "reference": {"file": "ref.py", "entry": "ref"},
+    })
+    return Submission(manifest=manifest, files={"kernel.py": kernel, "ref.py": ref})
+
+
+def collect(sub: Submission, **attrs):
+    c = SimulationCollector()
+    for k, v in attrs.items():
+        setattr(c, k, v)
+    items = c.collect(sub)
+    assert {i.kind for i in items} <= set(c.kinds)
+    return {i.kind: i for i in items}, items
+
+
+def test_matching_kernel_gives_output_and_trace_items_with_stable_ids():
+    by_kind, items = collect(submission(GOOD))
+    out, trace = by_kind["sim.output"], by_kind["sim.trace"]
+    assert out.id == "sim.output:0" and out.severity == Severity.info
+    assert out.metrics["matches"] == 1.0 and out.metrics["rel_l2"] == 0.0 and out.metrics["elements"] == 256 * 64
+    assert out.labels == {"dtype": "float32", "shape": "256x64", "reference_dtype": "float32"}
+    assert set(out.criteria) == {"kernel_correctness", "numerical_correctness"}
+    assert trace.metrics["dma_count"] == 6 and trace.metrics["instr_vector"] == 2
+    assert trace.metrics["hbm_write_bytes"] == 256 * 64 * 4 and trace.metrics["partition_utilisation"] == 1.0
+    assert out.location.file == "kernel.py" and out.location.start_line == 5
+    assert [i.id for i in collect(submission(GOOD))[1]] == [i.id for i in items]
+
+
+def test_mismatching_kernel_is_high_and_nan_output_is_critical():
+    wrong = GOOD.replace("nl.add(x, y)", "nl.add(x, nl.multiply(y, 1.01))")
+    by_kind, _ = collect(submission(wrong))
+    out = by_kind["sim.output"]
+    assert out.severity == Severity.high and out.metrics["matches"] == 0.0 and out.metrics["mismatch_fraction"] > 0.5
+    by_kind, _ = collect(submission(wrong, rtol=0.05, atol=0.1))  # the task's tolerance wins over the dtype default
+    assert by_kind["sim.output"].metrics["matches"] == 1.0 and by_kind["sim.output"].metrics["rtol"] == 0.05
+    nan = GOOD.replace("nl.add(x, y)", "nl.log(nl.subtract(x, 100.0))")
+    assert collect(submission(nan))[0]["sim.output"].severity == Severity.critical
+
+
+def test_crashing_kernel_gives_sim_error_at_its_line():
+    crash = GOOD.replace("        y = nl.load", "        z = [1][3]\n        y = nl.load")
+    by_kind, _ = collect(submission(crash))
+    err = by_kind["sim.error"]
+    assert err.labels["code"] == "python_error" and "IndexError" in err.labels["message"]
+    assert err.severity == Severity.critical and err.location.start_line == 10
+    assert "sim.output" not in by_kind
+
+
+def test_constraint_violation_names_code_line_and_tiling():
+    bad = GOOD.replace("a[i * 128:(i + 1) * 128, :]", "a[0:256, :]")
+    by_kind, _ = collect(submission(bad))
+    err = by_kind["sim.error"]
+    assert err.labels["code"] == "err_num_partition_exceed_arch_limit" and err.location.start_line == 9
+    assert "tiling" in err.criteria and err.id == "sim.error:err_num_partition_exceed_arch_limit"
+
+
+def test_timeout_is_reported():
+    slow = GOOD.replace("    return out", "    while True:\n        pass\n    return out")
+    by_kind, _ = collect(submission(slow), timeout_s=2.0)
+    assert by_kind["sim.error"].labels["code"] == "timeout"
+
+
+def test_memory_limit_is_reported():
+    hog = GOOD.replace("    return out", "    junk = np.ones((1024, 1024, 1024), np.float32)\n    return out")
+    by_kind, _ = collect(submission(hog), memory_limit_bytes=2 * 2**30)
+    assert by_kind["sim.error"].labels["code"] == "memory_limit"
+
+
+def test_unsupported_dialect_and_reference_error():
+    new = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\ndef kernel(a, b):\n    nisa.memset(dst=a, value=0)\n    return a\n"
+    by_kind, items = collect(submission(new))
+    assert [i.kind for i in items] == ["sim.unsupported_dialect"]
+    assert by_kind["sim.unsupported_dialect"].location.start_line == 6
+    by_kind, _ = collect(submission(GOOD, ref="def ref(a, b):\n    return a @ b @ b\n"))
+    rerr = by_kind["sim.reference_error"]
+    assert "ValueError" in rerr.labels["message"] and rerr.location.file == "ref.py" and rerr.location.start_line == 2
+    assert "sim.trace" in by_kind and "sim.output" not in by_kind
+
+
+def test_non_fatal_findings_become_sim_finding_items():
+    partial = GOOD.replace("nl.store(out[i * 128:(i + 1) * 128, :]", "nl.store(out[0:128, :]")
+    by_kind, items = collect(submission(partial))
+    codes = {i.labels["code"]: i for i in items if i.kind == "sim.finding"}
+    assert codes["err_unexpected_output_dependencies"].severity == Severity.high
+    assert codes["err_unexpected_output_dependencies"].location.start_line == 11
+    assert "output_not_fully_written" in codes
+
+
+def test_applies_only_with_reference_and_inputs():
+    sub = submission(GOOD)
+    assert SimulationCollector().applies(sub)
+    no_ref = Submission(manifest=sub.manifest.model_copy(update={"reference": None}), files=sub.files)
+    assert not SimulationCollector().applies(no_ref)
+
+
+def test_environment_is_scrubbed(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("GH_TOKEN", "y")
+    monkeypatch.setenv("HARMLESS", "z")
+    env = scrubbed_env()
+    assert "OPENAI_API_KEY" not in env and "GH_TOKEN" not in env and env["HARMLESS"] == "z"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_low_precision_inputs_use_dtype_default_tolerance(dtype):
+    inputs = [{"name": "a", "shape": [128, 32], "dtype": dtype}, {"name": "b", "shape": [128, 32], "dtype": dtype}]
+    ref = "import numpy as np\ndef ref(a, b):\n    return (a.astype(np.float64) + b.astype(np.float64))\n"
+    out = collect(submission(GOOD, ref=ref, inputs=inputs))[0]["sim.output"]
+    assert out.labels["dtype"] == dtype and out.metrics["matches"] == 1.0
+    assert out.metrics["rtol"] == {"bfloat16": 2e-2, "float32": 1e-4}[dtype]
+    assert np.isfinite(out.metrics["rel_l2"])
