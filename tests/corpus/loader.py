@@ -113,8 +113,11 @@ class Case:
 
     @property
     def id(self) -> str:
-        rel = self.path.relative_to(CORPUS_ROOT).with_suffix("")
-        return f"{rel.as_posix()}::{self.name}"
+        try:
+            rel = self.path.relative_to(CORPUS_ROOT).with_suffix("").as_posix()
+        except ValueError:  # a kernel file outside the corpus tree
+            rel = self.path.stem
+        return f"{rel}::{self.name}"
 
     @property
     def trailing_outputs(self) -> bool:

@@ -121,3 +121,20 @@ def test_case_inputs_are_seeded_and_reproducible():
     assert all(np.array_equal(a, b) for a, b in zip(first, second))
     assert len({c.seed for c in CASES}) == len(CASES), "two cases share an input seed"
     assert len({c.id for c in CASES}) == len(CASES), "duplicate case ids"
+
+
+def test_loader_rejects_malformed_cases(tmp_path):
+    bad = tmp_path / "bad_kernel.py"
+    bad.write_text("SIZE = 4\nCASES = [{'name': 'a', 'inputs': [], 'kernel': 'k', 'reference': 'r', 'grid': [SIZE]}]\n")
+    with pytest.raises(ValueError, match=r"bad_kernel.py:2: CASES must be a literal"):
+        loader.load_cases(bad)
+    missing = tmp_path / "no_cases.py"
+    missing.write_text("KERNEL = 'k'\n")
+    with pytest.raises(ValueError, match="no module-level CASES"):
+        loader.load_cases(missing)
+    unknown = tmp_path / "bad_dtype.py"
+    unknown.write_text("CASES = [{'name': 'a', 'kernel': 'k', 'reference': 'r', "
+                       "'inputs': [{'name': 'x', 'shape': [2, 2], 'dtype': 'float64'}]}]\n")
+    (case,) = loader.load_cases(unknown)
+    with pytest.raises(ValueError, match="unknown corpus dtype 'float64'"):
+        case.make_inputs()
