@@ -71,8 +71,6 @@ def check_load(st, src, *, mask=None, dtype=None, **_):
     src = _hbm(st, src, "load", "src")
     c = Call("load", "dma")
     check_partitions(st, src.shape, "load", "result")
-    if len(src.shape) < 2:
-        raise st.error("err_insufficient_rank", f"Insufficient rank: load of {list(src.shape)} gives a 1-D tile")
     c.mask = op_mask(st, mask)
     c.ins = [src]
     c.out = c.result = fresh(st, src.shape, resolve_dtype(st, dtype, src.dtype))

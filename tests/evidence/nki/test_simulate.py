@@ -311,3 +311,26 @@ def test_view_reinterprets_bits():
     """
     a = RNG.standard_normal((128, 4)).astype(np.float32)
     np.testing.assert_array_equal(_run(body, a).outputs[0], a.view(np.int32))
+
+
+def test_per_partition_vectors_as_one_dimensional_views_and_rank_one_loads():
+    body = """
+        def kernel(x, bias):
+            out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            m = nl.full((128, 1), fill_value=-1e4, dtype=np.float32)
+            s = nl.ndarray((128, 1), dtype=np.float32)
+            t = nl.load(x)
+            b = nl.load(bias)                                  # a 1-D [128] tile
+            m_prev = nl.copy(m[:, 0])
+            m[:, 0] = nl.maximum(m_prev, nisa.tensor_reduce(np.max, t, axis=(1,)))
+            e = nisa.activation_reduce(np.exp, t, bias=-1 * m[:, 0], reduce_op=nl.add, reduce_res=s[:, 0])
+            r = nl.add(nl.divide(e, s[:, 0]), b)               # [128, F] with [128]: per partition
+            nl.store(out, value=r)
+            return out
+    """
+    x = RNG.standard_normal((128, 32)).astype(np.float32)
+    bias = RNG.standard_normal(128).astype(np.float32)
+    sim = _run(body, x, bias)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(sim.outputs[0], e / e.sum(1, keepdims=True) + bias[:, None], rtol=1e-5, atol=1e-6)
+    assert not sim.report.findings
