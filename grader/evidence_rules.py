@@ -15,13 +15,21 @@ from grader.rubric import Criterion, EvidenceMatch, EvidenceRule
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
+def _metric(item: EvidenceItem, name: str, ratio_to: str | None) -> float | None:
+    value = item.metrics.get(name)
+    if value is None or ratio_to is None:
+        return value
+    denominator = item.metrics.get(ratio_to)
+    return value / denominator if denominator else None  # no denominator: the test cannot apply
+
+
 def item_matches(match: EvidenceMatch, item: EvidenceItem) -> bool:
     if not kind_matches(match.kind, item.kind):
         return False
     if match.min_severity is not None and item.severity.rank < match.min_severity.rank:
         return False
     if match.metric is not None:
-        value = item.metrics.get(match.metric)
+        value = _metric(item, match.metric, match.ratio_to)
         if value is None or not _OPS[match.op](value, match.value):
             return False
     if match.label is not None:

@@ -36,6 +36,7 @@ class EvidenceMatch(BaseModel):
     kind: str
     min_severity: Severity | None = None
     metric: str | None = None
+    ratio_to: str | None = None  # compare metric / ratio_to (e.g. redundant bytes / bytes read)
     op: Comparison = ">"
     value: float | None = None
     label: str | None = None
@@ -45,6 +46,8 @@ class EvidenceMatch(BaseModel):
     def _pairs(self) -> EvidenceMatch:
         if (self.metric is None) != (self.value is None):
             raise ValueError("'metric' and 'value' go together")
+        if self.ratio_to is not None and self.metric is None:
+            raise ValueError("'ratio_to' needs 'metric'")
         if (self.label is None) != (self.equals is None):
             raise ValueError("'label' and 'equals' go together")
         return self

@@ -41,7 +41,8 @@ def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
         if c.reason and c.status != "scored":
             lines.append(f"Reason: {c.reason}")
             lines.append("")
-        lines.append(c.rationale)
+        if c.rationale and c.rationale != c.reason:
+            lines.append(c.rationale)
         if c.samples:
             lines.append(f"\nSamples: {list(c.samples)} (dispersion {c.dispersion})")
         for flag in c.flags:

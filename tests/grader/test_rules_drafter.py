@@ -73,7 +73,7 @@ def test_gross_mismatch_caps_at_1():
 
 def test_penalties_accumulate_up_to_their_bound_and_cite_locations():
     loads = [item(f"nki.hoistable-load:kernel.py:{n}", "nki.hoistable-load", "medium", line=n) for n in (10, 11, 12)]
-    trace = item("sim.trace", "sim.trace", metrics={"redundant_read_fraction": 0.0})
+    trace = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 0.0, "hbm_read_bytes": 100.0})
     c = draft(bundle(MATCHING, KERNEL_FACT, trace, *loads)).criterion("memory_hierarchy")
     assert c.score == 3  # 5 - min(3 findings x 1, max 2)
     cited = {x.evidence_id: x for x in c.citations}
@@ -91,3 +91,11 @@ def test_analyzer_failures_are_flagged():
 def test_same_input_gives_byte_identical_json():
     b = bundle(MATCHING, KERNEL_FACT)
     assert draft(b).model_dump_json() == draft(b).model_dump_json()
+
+
+def test_ratio_rules_read_two_metrics():
+    trace = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 60.0, "hbm_read_bytes": 100.0})
+    c = draft(bundle(MATCHING, KERNEL_FACT, trace)).criterion("memory_hierarchy")
+    assert c.score == 2  # more than half of the bytes read were read before
+    empty = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 0.0, "hbm_read_bytes": 0.0})
+    assert draft(bundle(MATCHING, KERNEL_FACT, empty)).criterion("memory_hierarchy").score == 5
