@@ -256,9 +256,26 @@ def _settle(alloc: Alloc) -> None:
 
 
 def _fit_mask(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    if mask.ndim < len(shape) and mask.shape[:1] == shape[:1]:
-        return mask.reshape(mask.shape + (1,) * (len(shape) - mask.ndim))
-    return mask
+    """Align a mask with a tile: numpy broadcasting after appending the fewest unit axes.
+
+    Appending nothing is numpy's trailing alignment; appending all is the partition-leading
+    alignment of a [P] predicate; intermediate counts cover index grids of different rank.
+    """
+    if mask.shape == tuple(shape):
+        return mask
+    for k in range(0, max(len(shape) - mask.ndim, 0) + 1):
+        cand = mask.shape + (1,) * k
+        try:
+            if np.broadcast_shapes(cand, shape) == tuple(shape):
+                return mask.reshape(cand)
+        except ValueError:
+            continue
+    squeezed = mask.reshape([d for d in mask.shape if d != 1] or [1])
+    if squeezed.ndim < mask.ndim:
+        return _fit_mask(squeezed, shape)
+    raise _state.current().error(
+        "err_unsupported_expression_in_mask", f"mask of shape {list(mask.shape)} does not fit the tile {list(shape)}"
+    )
 
 
 def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
@@ -368,7 +385,15 @@ def _advanced(t: Tensor, comps: list) -> Tensor:
             raise _state.current().error(
                 "err_tensor_access_out_of_bound", f"index {c} exceed dimension size of {t.shape[i]} (axis {i})"
             )
-    shape = np.broadcast_shapes(*[np.shape(c) for c in comps]) + tuple(t.shape[len(comps):])
+    rest = tuple(t.shape[len(comps):])
+    if rest:  # un-indexed trailing axes become explicit grids, so indices, masks and values share one shape
+        nb, r = len(np.broadcast_shapes(*[np.shape(c) for c in comps])), len(rest)
+        comps = [c.reshape(c.shape + (1,) * r) if isinstance(c, np.ndarray) else c for c in comps]
+        for i, d in enumerate(rest):
+            grid = [1] * (nb + r)
+            grid[nb + i] = d
+            comps.append(np.arange(d, dtype=np.int64).reshape(grid))
+    shape = np.broadcast_shapes(*[np.shape(c) for c in comps])
     return Tensor(t.alloc, None, shape, 0, adv=(t, tuple(comps)))
 
 

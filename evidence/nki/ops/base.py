@@ -10,7 +10,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import mask_array
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor, _fit_mask
 
 PMAX = 128
 PSUM_FMAX_BYTES = 2048
@@ -129,7 +129,7 @@ def set_result(t: Tensor, arr: np.ndarray, mask: np.ndarray | None = None) -> No
     if arr.shape != t.shape:
         arr = np.broadcast_to(lead_align(arr, len(t.shape)) if arr.ndim < len(t.shape) else arr, t.shape)
     if mask is not None:
-        m = mask.reshape(mask.shape + (1,) * (len(t.shape) - mask.ndim)) if mask.ndim < len(t.shape) else mask
+        m = _fit_mask(mask, t.shape)
         fill = np.nan if arr.dtype.kind == "f" else dtypes.INT_SENTINEL
         arr = np.where(m, arr, fill)
         t.valid = np.broadcast_to(m, t.shape)

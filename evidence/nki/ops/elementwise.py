@@ -12,7 +12,7 @@ from evidence.nki.ops.base import (
     resolve_dtype, same_partitions, scalar_dtype, set_result, table, tile, value,
 )
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY, op_name
-from evidence.nki.tensor import Tensor
+from evidence.nki.tensor import Tensor, _fit_mask
 
 SCALAR_ENGINE_UNARY = set(UNARY) - {"invert", "logical_not"}
 
@@ -246,7 +246,7 @@ def exec_activation(st, c: Call) -> None:
     res = p["res"]
     if res is not None:
         red = np.add.reduce if p["rfn"] is np.add else p["rfn"].reduce
-        rr = r if c.mask is None else np.where(np.broadcast_to(lead_align(c.mask, nd), r.shape), r, 0)
+        rr = r if c.mask is None else np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, 0)
         vals = red(rr.reshape(r.shape[0], -1), axis=1)
         res.write(vals.reshape(res.shape))
 
@@ -297,7 +297,7 @@ def check_affine_select(st, pred, on_true_tile, on_false_value, *, mask=None, dt
 
 def exec_affine_select(st, c: Call) -> None:
     t = c.ins[0]
-    pred = np.broadcast_to(lead_align(c.p["pred"], len(t.shape)), t.shape)
+    pred = np.broadcast_to(_fit_mask(c.p["pred"], t.shape), t.shape)
     set_result(c.out, np.where(pred, f32(t, c.mask), np.float32(c.p["v"])), c.mask)
 
 
@@ -357,7 +357,7 @@ def exec_tensor_copy_predicated(st, c: Call) -> None:
     if c.p["rev"]:
         p = ~p
     if c.mask is not None:
-        p = p & np.broadcast_to(lead_align(c.mask, nd), dst.shape)
+        p = p & np.broadcast_to(_fit_mask(c.mask, dst.shape), dst.shape)
     dst.write(np.broadcast_to(lead_align(src.read(), nd), dst.shape), p)
 
 

@@ -53,12 +53,18 @@ def fit(st, v: np.ndarray | None, vshape, shape, op: str):
     n = int(np.prod(vshape)) if vshape else 1
     if n == int(np.prod(shape)) and n > 1:
         return None if v is None else v.reshape(shape)
-    for cand in (tuple(vshape) + (1,) * (len(shape) - len(vshape)), vshape):
-        try:
-            if np.broadcast_shapes(cand, shape) == shape:
-                return None if v is None else np.broadcast_to(v.reshape(cand), shape)
-        except ValueError:
-            continue
+    # Index grids from a higher-rank mgrid leave trailing unit axes ([1, F, 1] for a [1, F] access):
+    # try the source without them too.
+    squeezed = vshape
+    while len(squeezed) > len(shape) and squeezed[-1] == 1:
+        squeezed = squeezed[:-1]
+    for base in dict.fromkeys((vshape, squeezed)):
+        for cand in (tuple(base) + (1,) * (len(shape) - len(base)), base):
+            try:
+                if len(cand) <= len(shape) and np.broadcast_shapes(cand, shape) == shape:
+                    return None if v is None else np.broadcast_to(v.reshape(cand), shape)
+            except ValueError:
+                continue
     raise st.error(
         "err_store_dst_shape_smaller_than_other_shape",
         f"'{op}' destination {list(shape)} is smaller than (or does not match) the source {list(vshape)}",

@@ -14,7 +14,7 @@ from evidence.nki.ops.base import (
 )
 from evidence.nki.ops.elementwise import _fn, _scalar_operand, _sval
 from evidence.nki.ops.functions import BINARY, REDUCE
-from evidence.nki.tensor import Tensor
+from evidence.nki.tensor import Tensor, _fit_mask
 
 
 def _axes(st, axis, nd: int, op: str, strict: bool) -> tuple[int, ...]:
@@ -70,7 +70,7 @@ def exec_reduce(st, c: Call) -> None:
         return
     v = dtypes.to_f32(v)
     if c.mask is not None:  # masked-out elements do not take part
-        m = np.broadcast_to(lead_align(c.mask, v.ndim), v.shape)
+        m = np.broadcast_to(_fit_mask(c.mask, v.shape), v.shape)
         neutral = {"sum": 0, "mean": 0, "max": -np.inf, "min": np.inf, "prod": 1, "all": 1, "var": 0}[red]
         v = np.where(m, v, np.float32(neutral))
     kw = {"axis": c.p["axes"], "keepdims": c.p["keepdims"]}
@@ -154,6 +154,9 @@ def exec_tensor_scalar_reduce(st, c: Call) -> None:
     o = _sval(p["o0"], len(data.shape))
     r = p["f0"](o, v) if p["r0"] else p["f0"](v, o)
     set_result(c.out, r, c.mask)
+    if c.mask is not None:
+        neutral = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1}.get(p["red"], 0)
+        r = np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, np.float32(neutral))
     flat = r.reshape(r.shape[0], -1)
     red = getattr(np, p["red"])(flat, axis=1)
     p["res"].write(red.reshape(p["res"].shape))
@@ -174,13 +177,15 @@ def check_bn_stats(st, data, *, mask=None, dtype=None, **_):
 
 
 def exec_bn_stats(st, c: Call) -> None:
-    v = f32(c.ins[0], c.mask).reshape(c.ins[0].shape[0], -1).astype(np.float64)
+    x = c.ins[0]
+    v = np.nan_to_num(f32(x, c.mask)).reshape(x.shape[0], -1).astype(np.float64)
+    m = np.ones(v.shape) if c.mask is None else np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape).reshape(v.shape)
     out = []
-    for part in (v[:, 0::2], v[:, 1::2]):
-        n = part.shape[1]
-        mean = part.mean(axis=1) if n else np.zeros(v.shape[0])
-        m2 = ((part - mean[:, None]) ** 2).sum(axis=1) if n else np.zeros(v.shape[0])
-        out += [np.full(v.shape[0], n, np.float64), mean, m2]
+    for part, w in ((v[:, 0::2], m[:, 0::2]), (v[:, 1::2], m[:, 1::2])):  # masked-out elements do not count
+        n = w.sum(axis=1)
+        mean = (part * w).sum(axis=1) / np.maximum(n, 1)
+        m2 = (((part - mean[:, None]) ** 2) * w).sum(axis=1)
+        out += [n, mean, m2]
     set_result(c.out, np.stack(out, axis=1).astype(np.float32))
 
 

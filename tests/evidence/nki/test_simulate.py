@@ -334,3 +334,32 @@ def test_per_partition_vectors_as_one_dimensional_views_and_rank_one_loads():
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(sim.outputs[0], e / e.sum(1, keepdims=True) + bias[:, None], rtol=1e-5, atol=1e-6)
     assert not sim.report.findings
+
+
+def test_higher_rank_index_grids_with_unit_axes_and_masked_bn_stats_chunks():
+    body = """
+        def kernel(x, g):
+            n, f = x.shape
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            ip, jf, i1 = nl.mgrid[0:128, 0:f, 0:1]
+            gb = nl.load(g.reshape((1, f))[i1, jf]).broadcast_to((128, f))   # [1, f, 1] access -> [128, f]
+            for i in nl.affine_range((n + 127) // 128):
+                t = nl.load(x[i * 128 + ip, jf], mask=(i * 128 + ip < n))
+                ibn, ist = nl.mgrid[0:512, 0:6]
+                nb = (f + 511) // 512
+                stats = nl.ndarray((128, 6 * nb), dtype=np.float32)
+                for j in nl.affine_range(nb):
+                    stats[ip, j * 6 + ist] = nisa.bn_stats(t[ip, j * 512 + ibn], mask=(j * 512 + ibn < f))
+                mv = nisa.bn_aggr(stats[ip, nl.arange(6 * nb)[None, :]])
+                y = nisa.tensor_scalar(data=t, op0=np.subtract, operand0=mv[ip, 0], op1=np.multiply,
+                                       operand1=nl.rsqrt(mv[ip, 1] + 1e-5))
+                nl.store(out[i * 128 + ip, jf], value=y * gb, mask=(i * 128 + ip < n))
+            return out
+    """
+    x = RNG.random((200, 700)).astype(np.float32)
+    g = RNG.random(700).astype(np.float32)
+    sim = _run(body, x, g)
+    x64 = x.astype(np.float64)
+    expected = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5) * g
+    np.testing.assert_allclose(sim.outputs[0], expected, rtol=1e-4, atol=1e-5)
+    assert not sim.report.findings
