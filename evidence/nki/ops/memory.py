@@ -178,16 +178,24 @@ def exec_broadcast_to(st, c: Call) -> None:
 
 # --- assignment: t[key] = value --------------------------------------------------------------
 
+def _same_view(a: Tensor, b: Tensor) -> bool:
+    if a.shape != b.shape:
+        return False
+    if a.adv is None and b.adv is None:
+        return a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0]
+    if a.adv is None or b.adv is None or a.adv[0] is not b.adv[0] or len(a.adv[1]) != len(b.adv[1]):
+        return False
+    return all(np.array_equal(x, y) for x, y in zip(a.adv[1], b.adv[1]))
+
+
 def check_assign(st, t, key, v):
     view = index(t, key)
     c = Call("assign", None)
     c.out = view
     c.p["v"] = v
     if isinstance(v, Tensor):
-        if v.alloc is view.alloc and v.adv is None and view.adv is None and v.shape == view.shape and (
-            v.data.__array_interface__["data"][0] == view.data.__array_interface__["data"][0]
-        ):
-            c.p["same"] = True  # `t[...] += x` comes back as t[...] = t[...]
+        if v.alloc is view.alloc and _same_view(v, view):
+            c.p["same"] = True  # `t[idx] += x` comes back as t[idx] = t[idx]: already written in place
             return c
         fit(st, None, v.shape, view.shape, "assign")
         src_hbm, dst_hbm = v.alloc.buffer in HBM_KINDS, view.alloc.buffer in HBM_KINDS
@@ -213,7 +221,6 @@ def check_assign(st, t, key, v):
 def exec_assign(st, c: Call) -> None:
     view, v = c.out, c.p["v"]
     if c.p.get("same"):
-        view.write(view.data)
         return
     if isinstance(v, Tensor):
         arr = fit(st, v.read(), v.shape, view.shape, "assign")

@@ -363,3 +363,23 @@ def test_higher_rank_index_grids_with_unit_axes_and_masked_bn_stats_chunks():
     expected = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5) * g
     np.testing.assert_allclose(sim.outputs[0], expected, rtol=1e-4, atol=1e-5)
     assert not sim.report.findings
+
+
+def test_accumulating_through_an_index_grid_is_psum_accumulation_only():
+    body = """
+        def kernel(a, b):
+            out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+            acc = nl.zeros((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.psum)
+            ip, jf = nl.mgrid[0:128, 0:128]
+            for k in nl.affine_range(2):
+                x = nl.load(a[k * 128 + ip, jf])
+                y = nl.load(b[k * 128 + ip, jf])
+                acc[ip, jf] += nisa.nc_matmul(stationary=x, moving=y)
+            nl.store(out[jf, ip], value=nl.copy(acc[ip, jf]))   # transposed store through grids
+            return out
+    """
+    a = RNG.standard_normal((256, 128)).astype(np.float32)
+    b = RNG.standard_normal((256, 128)).astype(np.float32)
+    sim = _run(body, a, b)
+    np.testing.assert_allclose(sim.outputs[0], (a.T.astype(np.float64) @ b).T, rtol=1e-4, atol=1e-4)
+    assert sim.report.instr_by_engine["tensor"] == 2 and sim.report.instr_by_engine["vector"] == 2  # zeros + copy
