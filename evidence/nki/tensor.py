@@ -158,11 +158,22 @@ class Tensor:
             elif self.stamp is not None and self.alloc.param < 0:
                 self._check_init(self.stamp >= 0, mask)
             return self.data
-        parent, idx = self.adv
-        idx = _clip_masked(idx, parent.shape, mask, self.shape)
+        parent, idx, m, _ = self.locate(mask)
         if parent.wmask is not None and parent.alloc.wmask is not None:
-            self._check_init(parent.wmask[idx], mask)
-        return parent.data[idx]
+            self._check_init(parent.wmask[idx], m)
+        return parent.data[idx].reshape(self.shape)
+
+    def locate(self, mask=None):
+        """An advanced access as (parent, index arrays, mask or None, grid shape), all in grid space.
+
+        The grid shape is the numpy broadcast of the index arrays; the tile shape drops the unit
+        axes a higher-rank mgrid leaves behind (see `_advanced`), so both hold the same elements.
+        """
+        parent, idx, grid = self.adv
+        m = None
+        if mask is not None:
+            m = np.broadcast_to(_fit_mask(mask, self.shape), self.shape).reshape(grid)
+        return parent, _clip_masked(idx, parent.shape, m, grid), m, grid
 
     def _check_init(self, written: np.ndarray, mask) -> None:
         alloc = self.alloc
@@ -182,12 +193,11 @@ class Tensor:
         """Store `value` (already shaped like this view) into the allocation, only where `mask`."""
         st = self.alloc.state
         if self.adv is not None:
-            parent, idx = self.adv
-            idx = _clip_masked(idx, parent.shape, mask, self.shape)
-            if mask is not None:
-                m = np.broadcast_to(_fit_mask(mask, self.shape), self.shape)
-                idx = tuple(np.broadcast_to(i, self.shape)[m] for i in np.broadcast_arrays(*idx))
-                value = np.broadcast_to(value, self.shape)[m]
+            parent, idx, m, grid = self.locate(mask)
+            value = np.broadcast_to(value, self.shape).reshape(grid) if np.ndim(value) else value
+            if m is not None:
+                idx = tuple(np.broadcast_to(i, grid)[m] for i in idx)
+                value = np.broadcast_to(value, grid)[m]
             if not st.trace_only:
                 parent.data[idx] = dtypes.cast(value, self.dtype)
             if parent.wmask is not None:
@@ -393,8 +403,16 @@ def _advanced(t: Tensor, comps: list) -> Tensor:
             grid = [1] * (nb + r)
             grid[nb + i] = d
             comps.append(np.arange(d, dtype=np.int64).reshape(grid))
-    shape = np.broadcast_shapes(*[np.shape(c) for c in comps])
-    return Tensor(t.alloc, None, shape, 0, adv=(t, tuple(comps)))
+    grid = np.broadcast_shapes(*[np.shape(c) for c in comps])
+    # A grid of higher rank than the subscript (e.g. `ix, iw, iy = nl.mgrid[0:128, 0:1, 0:F]` used as
+    # a[ix, iy]) leaves unit axes no position uses: the tile drops them, keeping the partition axis.
+    shape = list(grid)
+    while len(shape) > len(comps):
+        units = [i for i in range(1, len(shape)) if shape[i] == 1]
+        if not units:
+            break
+        del shape[units[-1]]
+    return Tensor(t.alloc, None, tuple(shape), 0, adv=(t, tuple(comps), grid))
 
 
 def _basic(t: Tensor, key: tuple) -> Tensor:

@@ -10,7 +10,7 @@ from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype,
     set_result, table, tile, value,
 )
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, _clip_masked, _fit_mask, index
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, _fit_mask, index
 
 ANY = ONCHIP + HBM_KINDS
 
@@ -33,13 +33,11 @@ def track_load(st, src: Tensor, mask) -> None:
             seen = np.count_nonzero(lm & m)
             lm[...] |= m
     else:
-        parent, idx = src.adv
+        parent, idx, m, grid = src.locate(mask)
         if parent.lmask is None:
             return
-        idx = _clip_masked(idx, parent.shape, mask, src.shape)
-        if mask is not None:
-            m = np.broadcast_to(_fit_mask(mask, src.shape), src.shape)
-            idx = tuple(np.broadcast_to(i, src.shape)[m] for i in np.broadcast_arrays(*idx))
+        if m is not None:
+            idx = tuple(np.broadcast_to(i, grid)[m] for i in idx)
         seen = np.count_nonzero(parent.lmask[idx])
         parent.lmask[idx] = True
     st.redundant_bytes += int(seen) * src.itemsize
@@ -296,10 +294,10 @@ def exec_atomic_rmw(st, c: Call) -> None:
     dst, v = c.out, c.p["v"]
     arr = np.broadcast_to(lead_align(f32(v), len(dst.shape)), dst.shape)
     if dst.adv is not None:
-        parent, idx = dst.adv
-        full = tuple(np.broadcast_to(i, dst.shape) for i in idx)
-        if c.mask is not None:
-            m = np.broadcast_to(_fit_mask(c.mask, dst.shape), dst.shape)
+        parent, idx, m, grid = dst.locate(c.mask)
+        full = tuple(np.broadcast_to(i, grid) for i in idx)
+        arr = arr.reshape(grid)
+        if m is not None:
             full, arr = tuple(i[m] for i in full), arr[m]
         if parent.data.dtype == np.float32:
             np.add.at(parent.data, full, arr)  # duplicate indices accumulate, as atomics do

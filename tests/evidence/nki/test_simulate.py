@@ -383,3 +383,25 @@ def test_accumulating_through_an_index_grid_is_psum_accumulation_only():
     sim = _run(body, a, b)
     np.testing.assert_allclose(sim.outputs[0], (a.T.astype(np.float64) @ b).T, rtol=1e-4, atol=1e-4)
     assert sim.report.instr_by_engine["tensor"] == 2 and sim.report.instr_by_engine["vector"] == 2  # zeros + copy
+
+
+def test_three_axis_mgrid_with_a_unit_middle_axis_gives_two_dimensional_tiles():
+    body = """
+        def kernel(a, g):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            ix, iw, iy = nl.mgrid[0:128, 0:1, 0:a.shape[1]]
+            gt = nl.load(g.reshape((1, g.shape[0]))[iw, iy])           # [1, F]
+            for i in nl.affine_range((a.shape[0] + 127) // 128):
+                t = nl.load(a[i * 128 + ix, iy], mask=(i * 128 + ix < a.shape[0]))   # [128, F]
+                assert tuple(t.shape) == (128, a.shape[1]) and tuple(gt.shape) == (1, a.shape[1])
+                r = nl.rsqrt(nl.sum(nl.square(t), axis=[1]) / a.shape[1])
+                o = nl.multiply(t, r)
+                o[...] = nl.multiply(o, gt.broadcast_to((128, a.shape[1])), mask=(i * 128 + ix < a.shape[0]))
+                nl.store(out[i * 128 + ix, iy], value=o, mask=(i * 128 + ix < a.shape[0]))
+            return out
+    """
+    a = RNG.random((300, 96)).astype(np.float32)
+    g = RNG.random(96).astype(np.float32)
+    a64 = a.astype(np.float64)
+    expected = a64 / np.sqrt((a64 * a64).mean(1, keepdims=True)) * g
+    np.testing.assert_allclose(_run(body, a, g).outputs[0], expected, rtol=1e-5)
