@@ -9,6 +9,7 @@ disables that rule for the file and becomes a `RuleFailure`, while the others ke
 
 from __future__ import annotations
 
+import ast
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -372,7 +373,12 @@ def parse(source: str, file: str) -> cst.Module:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        raise StaticAnalysisError(f"{file}:{exc.raw_line}: syntax error: {exc.message}") from exc
+        line, msg = exc.raw_line, (exc.message.splitlines() or ["invalid syntax"])[0]
+        try:  # CPython's parser names the line a reader expects; libcst's may point past it
+            ast.parse(source)
+        except SyntaxError as py_exc:
+            line, msg = py_exc.lineno or line, py_exc.msg
+        raise StaticAnalysisError(f"{file}:{line}: syntax error: {msg}") from exc
 
 
 def analyze(

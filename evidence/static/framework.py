@@ -137,7 +137,7 @@ def load_rules() -> tuple[type[Rule], ...]:
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if cls.id:
+        if cls.id and cls.__module__.startswith(pkg.__name__ + "."):  # rules live in the package
             found[cls.id] = cls
     return tuple(found[k] for k in sorted(found))
 

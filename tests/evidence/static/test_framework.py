@@ -1,0 +1,96 @@
+"""The rule framework: one parse and one traversal per file, crash isolation, per-rule timing,
+dialect gating, discovery."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+import evidence.static.engine as engine_mod
+from evidence.model import Severity
+from evidence.static.dialect import detect
+from evidence.static.engine import StaticAnalysisError, analyze
+from evidence.static.framework import Rule, load_rules
+
+SRC = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+@nki.jit
+def k(a):
+    for i in nl.affine_range(4):
+        w = nl.load(a)
+        nl.device_print("w", w)
+    return a
+"""
+
+
+def test_all_rules_run_in_one_parse_and_one_traversal(monkeypatch):
+    parses, wrappers, visits = [], [], []
+    real_parse, real_wrapper = cst.parse_module, engine_mod.MetadataWrapper
+
+    class CountingWrapper(real_wrapper):
+        def __init__(self, *a, **kw):
+            wrappers.append(1)
+            super().__init__(*a, **kw)
+
+        def visit(self, visitor):
+            visits.append(visitor)
+            return super().visit(visitor)
+
+    monkeypatch.setattr(engine_mod.cst, "parse_module", lambda s: parses.append(1) or real_parse(s))
+    monkeypatch.setattr(engine_mod, "MetadataWrapper", CountingWrapper)
+    result = analyze(SRC, inputs=engine_mod.bindings_from({"a": ((128, 512), "float32")}))
+    assert (len(parses), len(wrappers), len(visits)) == (1, 1, 1)
+    assert len(visits[0].rules) == len([r for r in load_rules() if "beta" in r.dialects])
+    assert {"hoistable-load", "device-print"} <= {f.rule for f in result.findings}
+    assert set(result.timings) == {r.id for r in visits[0].rules}
+
+
+class Exploding(Rule):
+    """Test-only rule that crashes on every call.
+
+    Used to prove crash isolation.
+    """
+
+    id = ""  # not discovered: the test passes it explicitly
+    severity = Severity.low
+
+    def on_call(self, call):
+        raise RuntimeError("boom")
+
+
+class ExplodingRule(Exploding):
+    id = "test-exploding"
+
+
+def test_a_crashing_rule_becomes_a_failure_and_others_still_report():
+    rules = [r for r in load_rules() if r.id == "device-print"] + [ExplodingRule]
+    result = analyze(SRC, rules=rules)
+    assert [f.rule for f in result.failures] == ["test-exploding"]
+    assert result.failures[0].error_type == "RuntimeError" and result.failures[0].line == 5
+    assert [f.rule for f in result.findings] == ["device-print"]
+
+
+def test_discovery_skips_rules_defined_outside_the_package_unless_passed():
+    ids = [r.id for r in load_rules()]
+    assert ids == sorted(ids) and len(ids) == len(set(ids))
+    assert len(ids) >= 24
+
+
+def test_dialects_are_detected_and_gate_rules():
+    assert detect(cst.parse_module("import neuronxcc.nki.language as nl\n")).dialect == "beta"
+    std = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\nc = nl.matmul(x, y)\n"
+    info = detect(cst.parse_module(std))
+    assert info.dialect == "standalone" and info.aliases["nl"] == "nl"
+    # matmul-implicit-transpose is a beta rule: never applied to standalone code.
+    assert analyze(std).findings == []
+    beta = std.replace("import nki\nimport nki.language as nl\nimport nki.isa as nisa\n",
+                       "import neuronxcc.nki.language as nl\n")
+    assert [f.rule for f in analyze(beta).findings] == ["matmul-implicit-transpose"]
+
+
+def test_syntax_error_names_file_and_line():
+    try:
+        analyze("def k(:\n    pass\n", file="kern.py")
+    except StaticAnalysisError as exc:
+        assert str(exc).startswith("kern.py:1:")
+    else:
+        raise AssertionError("expected StaticAnalysisError")
