@@ -20,6 +20,8 @@ A case is a dict with these keys (defaults in brackets):
 - ``grid`` [None]: SPMD launch grid, e.g. ``[3]`` or ``[2, 2]``.
 - ``rel_l2`` [2e-5], ``rtol`` [1e-5], ``atol`` [1e-5]: a case passes when every output
   has relative L2 error <= ``rel_l2`` and ``np.allclose(got, ref, rtol, atol)``.
+- ``data_dependent_addresses`` [False]: the kernel indexes HBM with loaded values (indirect DMA,
+  atomics), so address-derived statistics (redundant reads) cannot be known in trace-only mode.
 
 The reference is called as ``reference(*inputs, *args, **kwargs)`` with the generated
 input arrays (low-precision inputs arrive as ml_dtypes arrays) and returns one array or
@@ -110,6 +112,7 @@ class Case:
     rel_l2: float = 2e-5
     rtol: float = 1e-5
     atol: float = 1e-5
+    data_dependent_addresses: bool = False
 
     @property
     def id(self) -> str:

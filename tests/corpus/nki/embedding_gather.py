@@ -37,6 +37,7 @@ def embedding_gather_ref(table, ids):
 CASES = [
     {
         "name": "fp32_v1000_d256_n384",
+        "data_dependent_addresses": True,
         "inputs": [
             {"name": "table", "shape": [1000, 256], "dtype": "float32"},
             {"name": "ids", "shape": [384], "dtype": "int32", "dist": "randint", "low": 0, "high": 1000},
@@ -45,6 +46,7 @@ CASES = [
     },
     {
         "name": "bf16_v64_d512_n128_repeats",
+        "data_dependent_addresses": True,
         "inputs": [
             {"name": "table", "shape": [64, 512], "dtype": "bfloat16"},
             {"name": "ids", "shape": [128], "dtype": "int32", "dist": "randint", "low": 0, "high": 64},

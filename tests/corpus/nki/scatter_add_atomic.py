@@ -37,6 +37,7 @@ def scatter_add_ref(acc, values, ids):
 CASES = [
     {
         "name": "fp32_table50x128_n256",
+        "data_dependent_addresses": True,
         "inputs": [
             {"name": "acc", "shape": [50, 128], "dtype": "float32"},
             {"name": "values", "shape": [256, 128], "dtype": "float32"},
