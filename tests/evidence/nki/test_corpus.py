@@ -133,6 +133,9 @@ def test_corpus_inventory():
         assert pair.expected_findings, f"{pair.naive.name}: EXPECTED_FINDINGS is empty"
         assert all(rule.startswith("nki.") for rule in pair.expected_findings)
         assert loader.module_literals(pair.optimised).get("EXPECTED_FINDINGS") == []
+    readme = (loader.CORPUS_ROOT / "README.md").read_text()
+    undocumented = [p.name for p in loader.kernel_files() if p.relative_to(loader.CORPUS_ROOT).as_posix() not in readme]
+    assert not undocumented, f"tests/corpus/README.md does not list {undocumented}"
     cuda = sorted(loader.CUDA_DIR.glob("*.cu"))
     assert cuda, "no CUDA source in the corpus"
     ports = [p for p in loader.CUDA_DIR.glob("*.py") if loader.module_literals(p).get("CUDA_SOURCE")]
