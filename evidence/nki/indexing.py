@@ -16,7 +16,8 @@ class IndexExpr:
     """An integer index grid (result of arange/mgrid and affine arithmetic on them)."""
 
     __slots__ = ("a", "lifted")
-    __array_priority__ = 100  # make `2 * expr` and `np.int32 + expr` come back here
+    __array_priority__ = 100
+    __array_ufunc__ = None  # make `np.int64(2) * expr` come back to our reflected operators
 
     def __init__(self, a: np.ndarray, lifted: bool = True) -> None:
         self.a = a

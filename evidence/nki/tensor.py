@@ -65,6 +65,7 @@ class Tensor:
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh")
     __array_priority__ = 1000
+    __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
     def __init__(self, alloc: Alloc, data, shape, pdim=0, wmask=None, stamp=None, lmask=None, adv=None):
         self.alloc = alloc
