@@ -1,7 +1,7 @@
 """Parse once, visit once: the traversal that feeds every rule and the facts.
 
-`analyze(source, ...)` parses the file with libcst, builds one `MetadataWrapper` (positions) and
-walks it once with `Engine`. The engine keeps the semantic context (scopes and symbolic values,
+`analyze(source, ...)` parses the file with libcst, builds one `MetadataWrapper` and walks it
+once with `Engine` (line spans come from `positions.AstLines`, see there). The engine keeps the semantic context (scopes and symbolic values,
 the function and loop stacks), records functions, loops, calls and assignments, and dispatches
 each rule's hooks in the same walk. Each hook call is timed per rule; an exception in a rule
 disables that rule for the file and becomes a `RuleFailure`, while the others keep reporting.
@@ -21,6 +21,7 @@ from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
+from evidence.static.positions import TRACKED, AstLines
 from evidence.static.shapes import Binding, Dtype, LoopVar, Tensor
 
 _KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace", "nki_jit", "kernel")
@@ -47,13 +48,18 @@ class Analysis:
 
 
 class Engine(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES: tuple = ()
 
     def __init__(
         self, file: str, dialect: DialectInfo, rule_classes: Sequence[type[Rule]],
         inputs: Sequence[InputBinding], entry: str | None, options: dict[str, object] | None = None,
+        positions: AstLines | None = None,
     ) -> None:
         super().__init__()
+        self.positions = positions
+        self._pos: dict[int, tuple[int, int]] = {}
+        self._open: list[tuple[int, int]] = [(1, 1)]  # spans of the tracked ancestors being visited
+        self._suppress = 0  # inside decorators/parameters: calls there are not kernel work
         # Task facts rules may use, e.g. fp32_required (the task's tolerance needs fp32 products).
         self.options: dict[str, object] = dict(options or {})
         self.file, self.dialect, self.inputs, self.entry = file, dialect, list(inputs), entry
@@ -99,10 +105,10 @@ class Engine(cst.CSTVisitor):
         return self.ev.deps_of(node)
 
     def lines(self, node: cst.CSTNode) -> tuple[int, int]:
-        pos = self.get_metadata(PositionProvider, node, None)
-        if pos is None:
-            return (1, 1)
-        return (pos.start.line, pos.end.line)
+        if self.positions is None:  # exact mode: libcst's own positions
+            pos = self.get_metadata(PositionProvider, node, None)
+            return (pos.start.line, pos.end.line) if pos is not None else self._open[-1]
+        return self._pos.get(id(node)) or self._open[-1]
 
     @property
     def function(self) -> FunctionInfo | None:
@@ -133,7 +139,15 @@ class Engine(cst.CSTVisitor):
             self._run(rule, fn, obj)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        tname = type(node).__name__
+        cls = type(node)
+        if cls in TRACKED:
+            if self.positions is not None:
+                span = self.positions.take(cls) or self._open[-1]
+                self._pos[id(node)] = span
+            else:
+                span = self.lines(node)
+            self._open.append(span)
+        tname = cls.__name__
         own = getattr(self, "visit_" + tname, None)
         descend = own(node) if own is not None else True
         hooks = self._visit_hooks.get(tname)
@@ -143,7 +157,8 @@ class Engine(cst.CSTVisitor):
         return descend is not False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        tname = type(original_node).__name__
+        cls = type(original_node)
+        tname = cls.__name__
         hooks = self._leave_hooks.get(tname)
         if hooks:
             for rule, fn in hooks:
@@ -151,13 +166,19 @@ class Engine(cst.CSTVisitor):
         own = getattr(self, "leave_" + tname, None)
         if own is not None:
             own(original_node)
+        if cls in TRACKED:
+            self._open.pop()
 
     # -- functions ------------------------------------------------------------------------
-    def visit_Decorator(self, node: cst.Decorator) -> bool:
-        return False
+    # Decorators and parameter defaults are walked (positions stay in step) but are not kernel work.
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self._suppress += 1
 
-    def visit_Parameters(self, node: cst.Parameters) -> bool:
-        return False
+    def leave_Decorator(self, node: cst.Decorator) -> None:
+        self._suppress -= 1
+
+    visit_Parameters = visit_Decorator
+    leave_Parameters = leave_Decorator
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         decorator = ""
@@ -324,6 +345,8 @@ class Engine(cst.CSTVisitor):
 
     # -- calls ----------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        if self._suppress:
+            return
         name = self.ev.api_name(node.func)
         if name is None or not name.startswith(("nl.", "nisa.", "nki.", "ncc.")):
             return
@@ -340,6 +363,14 @@ class Engine(cst.CSTVisitor):
         for loop in self.loop_stack:
             loop.calls.append(info)
         self._emit("on_call", info)
+
+
+class _ExactEngine(Engine):
+    """The same engine with libcst's PositionProvider (slower; used when AstLines cannot align)."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+    # libcst caches the dependency set on the class; Engine's (empty) cache would be inherited.
+    _INHERITED_METADATA_DEPENDENCIES_CACHE = frozenset({PositionProvider})
 
 
 def _ann_base(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -390,13 +421,22 @@ def analyze(
     rules: Sequence[type[Rule]] | None = None,
     module: cst.Module | None = None,
     options: dict[str, object] | None = None,
+    exact_positions: bool = False,
 ) -> Analysis:
     """Run the facts pass and every rule that judges this file's dialect, in one traversal."""
     module = module if module is not None else parse(source, file)
     dialect = detect(module)
     active = rules_for(dialect.dialect, tuple(rules) if rules is not None else None)
-    engine = Engine(file, dialect, active, list(inputs), entry, options)
+    try:
+        positions: AstLines | None = None if exact_positions else AstLines(source)
+    except SyntaxError:  # libcst accepts a syntax this Python's ast does not: use libcst's positions
+        positions = None
+    cls = Engine if positions is not None else _ExactEngine
+    engine = cls(file, dialect, active, list(inputs), entry, options, positions)
     MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
+    if positions is not None and not positions.consistent():  # ast and libcst disagreed: be exact
+        engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None)
+        MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
     return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings)

@@ -94,3 +94,29 @@ def test_syntax_error_names_file_and_line():
         assert str(exc).startswith("kern.py:1:")
     else:
         raise AssertionError("expected StaticAnalysisError")
+
+
+def test_fast_line_spans_match_libcst_positions_on_the_corpus():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from _corpus import all_files, corpus_entry
+
+    for path in all_files():
+        src, inputs, entry, opts = corpus_entry(path)
+        fast = analyze(src, file=path.name, inputs=inputs, entry=entry, options=opts)
+        exact = analyze(src, file=path.name, inputs=inputs, entry=entry, options=opts, exact_positions=True)
+        key = lambda a: [(f.rule, f.start, f.end) for f in a.findings]  # noqa: E731
+        assert key(fast) == key(exact), path.name
+        loops = lambda a: [(lp.start, lp.end) for fn in a.functions for lp in fn.loops]  # noqa: E731
+        calls = lambda a: [(c.name, c.start, c.end) for fn in a.functions for c in fn.calls]  # noqa: E731
+        assert loops(fast) == loops(exact) and calls(fast) == calls(exact), path.name
+
+
+def test_position_mismatch_falls_back_to_exact(monkeypatch):
+    from evidence.static import positions
+
+    monkeypatch.setattr(positions.AstLines, "consistent", lambda self: False)
+    result = analyze(SRC, inputs=engine_mod.bindings_from({"a": ((128, 512), "float32")}))
+    assert {f.rule: f.start for f in result.findings}["device-print"] == 7
