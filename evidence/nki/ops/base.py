@@ -100,6 +100,12 @@ def bshape(st, shapes: list[tuple[int, ...]], op: str) -> tuple[int, ...]:
     if len(shapes) == 1 or all(s == shapes[0] for s in shapes):
         return tuple(shapes[0])
     nd = max(len(s) for s in shapes)
+    parts = {s[0] for s in shapes if s and len(s) == nd} - {1}
+    if len(parts) > 1:
+        raise st.error(
+            "err_num_partition_mismatch",
+            f"'{op}' operands have different partition counts: {[list(s) for s in shapes]}; use broadcast_to first",
+        )
     try:
         return np.broadcast_shapes(*[tuple(s) + (1,) * (nd - len(s)) for s in shapes])
     except ValueError:

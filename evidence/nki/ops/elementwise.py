@@ -361,8 +361,8 @@ def exec_tensor_copy_predicated(st, c: Call) -> None:
     dst.write(np.broadcast_to(lead_align(src.read(), nd), dst.shape), p)
 
 
-def check_dropout(st, x, rate=None, *, prob=None, dtype=None, mask=None, _name="dropout", **_):
-    x = tile(st, x, _name, "x")
+def check_dropout(st, x=None, rate=None, *, prob=None, data=None, dtype=None, mask=None, _name="dropout", **_):
+    x = tile(st, x if x is not None else data, _name, "data")
     rate = prob if rate is None else rate
     c = Call(_name, "vector")
     c.mask = op_mask(st, mask)

@@ -134,8 +134,8 @@ def exec_load_transpose2d(st, c: Call) -> None:
 
 # --- on-chip copies ------------------------------------------------------------------------
 
-def check_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
-    src = tile(st, src, "copy", "src")
+def check_copy(st, src=None, *, mask=None, dtype=None, engine=None, x=None, **_):
+    src = tile(st, src if src is not None else x, "copy", "src")
     c = Call("copy", "vector")
     c.mask = op_mask(st, mask)
     c.ins = [src]
@@ -345,7 +345,8 @@ def check_astype(st, t, dt):
     return c
 
 
-def check_expand_dims(st, t, axis):
+def check_expand_dims(st, data, axis):
+    t = data
     c = Call("expand_dims", None)
     data = np.expand_dims(t.data, axis)
     c.result = Tensor(t.alloc, data, data.shape, t.pdim,

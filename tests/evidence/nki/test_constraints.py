@@ -101,6 +101,13 @@ ERRORS = [
             z = nisa.tensor_tensor(x, y, op=np.add)  # <-
             return a
      """, (B,), "err_num_partition_mismatch"),
+    ("binary_partitions", """
+        def kernel(a):
+            x = nl.load(a)
+            y = nl.load(a[0:64, :])
+            z = nl.add(x, y)  # <-
+            return a
+     """, (B,), "err_num_partition_mismatch"),
     ("store_into_immutable_input", """
         def kernel(a):
             out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)

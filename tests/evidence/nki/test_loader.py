@@ -125,3 +125,10 @@ def test_load_from_path_uses_the_file_name(tmp_path):
     assert mod.__nki_display__ == "my_kernel.py"
     a = np.ones((128, 64), np.float32)
     assert simulate(mod.kernel, a).outputs[0].sum() == 2 * a.size
+
+
+def test_dst_keyword_on_a_compute_instruction_is_the_new_dialect():
+    src = "import nki.isa as nisa\nimport nki.language as nl\n\ndef k(a):\n    t = nl.load(a)\n    nisa.tensor_copy(dst=t, src=t)\n"
+    with pytest.raises(UnsupportedDialectError) as info:
+        load_kernel(src)
+    assert info.value.line == 6 and "tensor_copy(dst=...)" in info.value.message
