@@ -21,7 +21,7 @@ from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
-from evidence.static.positions import TRACKED, AstLines
+from evidence.static.positions import TRACKED, AstLines, child_fields
 from evidence.static.shapes import Binding, Dtype, LoopVar, Tensor
 
 _KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace", "nki_jit", "kernel")
@@ -133,6 +133,20 @@ class Engine(cst.CSTVisitor):
             self.failures.append(RuleFailure(rule.id, type(exc).__name__, msg, line))
         finally:
             self.timings[rule.id] += time.perf_counter() - t0
+
+    def walk(self, node: cst.CSTNode) -> None:
+        """Read-only pre-order walk in libcst's visiting order (libcst's own `visit` rebuilds every
+        node on the way back up, which costs more than all the rules)."""
+        if self.on_visit(node):
+            for name in child_fields(type(node)):
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    self.walk(value)
+                elif isinstance(value, (tuple, list)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            self.walk(item)
+        self.on_leave(node)
 
     def _emit(self, hook: str, obj: object) -> None:
         for rule, fn in self._sem[hook]:
@@ -431,12 +445,13 @@ def analyze(
         positions: AstLines | None = None if exact_positions else AstLines(source)
     except SyntaxError:  # libcst accepts a syntax this Python's ast does not: use libcst's positions
         positions = None
-    cls = Engine if positions is not None else _ExactEngine
-    engine = cls(file, dialect, active, list(inputs), entry, options, positions)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
-    if positions is not None and not positions.consistent():  # ast and libcst disagreed: be exact
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    if positions is not None:
+        engine = Engine(file, dialect, active, list(inputs), entry, options, positions)
+        engine.walk(wrapper.module)
+    if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
         engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None)
-        MetadataWrapper(module, unsafe_skip_copy=True).visit(engine)
+        wrapper.visit(engine)
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
     return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings)

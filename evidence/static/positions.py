@@ -46,3 +46,30 @@ class AstLines:
 
     def consistent(self) -> bool:
         return all(self.counts[c] == len(self.spans[c]) for c in TRACKED)
+
+
+_SKIP_FIELD = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after", "comma", "equal", "semicolon",
+               "colon", "header", "footer", "newline", "dot", "operator", "asynchronous", "arrow", "walrus")
+_FIELD_RE = None
+_ORDER: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """Fields of a libcst node class that can hold child nodes, in libcst's own visiting order
+    (read once from its `_visit_and_replace_children`), minus whitespace and punctuation."""
+    order = _ORDER.get(cls)
+    if order is None:
+        import dataclasses
+        import inspect
+        import re
+
+        try:
+            src = inspect.getsource(cls._visit_and_replace_children)  # type: ignore[attr-defined]
+            names = re.findall(r'visit_\w+\(\s*self,\s*"(\w+)"', src)
+        except (OSError, TypeError):
+            names = []
+        if not names:
+            names = [f.name for f in dataclasses.fields(cls)]
+        order = tuple(n for n in dict.fromkeys(names) if not any(n.startswith(s) or n.endswith(s) for s in _SKIP_FIELD))
+        _ORDER[cls] = order
+    return order
