@@ -371,7 +371,33 @@ def exec_gather_flattened(st, c: Call) -> None:
     set_result(c.out, np.take_along_axis(flat, ix, axis=1).reshape(idx.shape), c.mask)
 
 
+def check_stream_shuffle(st, src, dst, shuffle_mask, *, dtype=None, mask=None, **_):
+    src = tile(st, src, "nc_stream_shuffle", "src")
+    dst = tile(st, dst, "nc_stream_shuffle", "dst")
+    sm = [int(m) for m in shuffle_mask]
+    if len(sm) > 32 or any(not (0 <= m < 32 or m == 255) for m in sm):
+        raise st.error("err_invalid_shuffle_mask", f"shuffle_mask needs up to 32 entries in 0..31 or 255, got {sm}")
+    c = Call("nisa.nc_stream_shuffle", "vector")
+    c.ins, c.out = [src], dst
+    c.p["sm"] = sm
+    if st.trace_only:
+        dst.write(np.zeros(()))
+    return c
+
+
+def exec_stream_shuffle(st, c: Call) -> None:
+    """Within each 32-partition quadrant, dst[i] = src[mask[i]]; 255 leaves dst[i] unchanged."""
+    src, dst = c.ins[0].read(), c.out
+    out = np.array(dst.read(), copy=True)
+    for q0 in range(0, min(src.shape[0], out.shape[0]), 32):
+        for i, m in enumerate(c.p["sm"]):
+            if m != 255 and q0 + i < out.shape[0] and q0 + m < src.shape[0]:
+                out[q0 + i] = src[q0 + m]
+    dst.write(out)
+
+
 OPS = table(
+    Op("nisa.nc_stream_shuffle", check_stream_shuffle, exec_stream_shuffle, cost_stream),
     Op("load", check_load, exec_load, cost_dma),
     Op("store", check_store, exec_store, cost_dma),
     Op("load_transpose2d", check_load_transpose2d, exec_load_transpose2d, cost_dma),

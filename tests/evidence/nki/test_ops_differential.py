@@ -154,6 +154,19 @@ def _expand_dims(c):
     return nl.multiply(nl.expand_dims(nl.sum(c, axis=[1]), 1), 2.0)
 
 
+def _stream_shuffle(x):
+    dst = nl.copy(x)
+    nisa.nc_stream_shuffle(src=x, dst=dst, shuffle_mask=[0] * 16 + [255] * 16)
+    return dst
+
+
+def _shuffle_ref(a):
+    out = a.copy()
+    for q0 in range(0, P, 32):
+        out[q0:q0 + 16] = a[q0]
+    return out
+
+
 # name -> (kernel fn over tiles, inputs, reference over float64 inputs, rtol, atol)
 ROWS: dict[str, tuple] = {}
 for _n, (_f, _x) in UNARY_REF.items():
@@ -208,6 +221,7 @@ ROWS.update({
     "full_like": (_full_like, (X,), lambda a: np.full_like(a, 4.0), 0, 0),
     "shared_constant": (_constants, (X,), lambda a: a + 2.0, 1e-6, 1e-6),
     "expand_dims": (_expand_dims, (COL,), lambda c: 2 * c, 1e-6, 0),
+    "nisa.nc_stream_shuffle": (_stream_shuffle, (X,), _shuffle_ref, 0, 0),
 })
 # ops exercised by another row (name -> row that covers it)
 COVERED_BY = {"zeros": "full_like", "ones": "full_like", "zeros_like": "full_like", "ones_like": "full_like",
