@@ -28,7 +28,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
-                 "mutable", "pdim", "state", "held", "reported", "__weakref__")
+                 "mutable", "pdim", "state", "held", "reported", "dep_reported", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -41,7 +41,8 @@ class Alloc:
         self.mutable = False
         self.stamp = None
         self.lmask = None
-        self.reported = False
+        self.reported = False  # uninitialised read already reported
+        self.dep_reported = False  # output dependency already reported
         self.state = st
         if data is None:
             data = _dummy(shape, dt) if st.trace_only else dtypes.fill_uninitialised(shape, dt)
@@ -190,8 +191,11 @@ class Tensor:
                 "high",
             )
 
-    def write(self, value: np.ndarray, mask: np.ndarray | None = None) -> None:
-        """Store `value` (already shaped like this view) into the allocation, only where `mask`."""
+    def write(self, value: np.ndarray, mask: np.ndarray | None = None, accumulate: bool = False) -> None:
+        """Store `value` (already shaped like this view) into the allocation, only where `mask`.
+
+        `accumulate` marks read-modify-write stores (DMA with dst_rmw_op), which iterations may share.
+        """
         st = self.alloc.state
         if self.adv is not None:
             parent, idx, m, grid = self.locate(mask)
@@ -205,7 +209,7 @@ class Tensor:
                 parent.wmask[idx] = True
                 _settle(parent.alloc)
             if parent.stamp is not None:
-                _stamp(st, parent.alloc, parent.stamp, idx)
+                _stamp(st, parent.alloc, parent.stamp, idx, None, accumulate)
             return
         if not st.trace_only:
             v = dtypes.cast(value, self.dtype) if (self.dtype is dtypes.tfloat32 or value.dtype.kind != self.data.dtype.kind) else value
@@ -220,7 +224,7 @@ class Tensor:
                 self.wmask[...] |= _fit_mask(mask, self.shape)
             _settle(self.alloc)
         if self.stamp is not None:
-            _stamp(st, self.alloc, self.stamp, ..., mask)
+            _stamp(st, self.alloc, self.stamp, ..., mask, accumulate)
 
     # --- arithmetic operators (REFERENCE §3.6: overloads map to the element-wise ops) -------
     def __add__(self, o): return _dispatch.call("add", (self, o), {})
@@ -314,14 +318,14 @@ def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
     return tuple(out)
 
 
-def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None) -> None:
+def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool = False) -> None:
     """Record the write path of an HBM write; report writes by different affine iterations."""
     pid = st.path_id()
     if mask is not None and idx is ...:
         region = stamp[_fit_mask(mask, stamp.shape) & np.ones(stamp.shape, bool)]
     else:
         region = stamp[idx]
-    if region.size and region.max() >= 0 and not alloc.reported:
+    if not accumulate and region.size and region.max() >= 0 and not alloc.dep_reported:
         prev = np.unique(region[region >= 0])
         for p in prev[:64]:
             if int(p) != pid and st.conflicting(int(p), pid):
@@ -332,6 +336,7 @@ def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None) -> None:
                     "loop variable or use sequential_range",
                     "high",
                 )
+                alloc.dep_reported = True
                 break
     if mask is not None and idx is ...:
         np.copyto(stamp, pid, where=_fit_mask(mask, stamp.shape))

@@ -245,7 +245,7 @@ def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oo
     if dst.alloc.param >= 0 and dst.alloc.param not in st.param_writes:
         st.param_writes[dst.alloc.param] = st.where()
     if st.trace_only:
-        dst.write(np.zeros(()), c.mask)
+        dst.write(np.zeros(()), c.mask, accumulate=dst_rmw_op is not None)
     return c
 
 
@@ -254,7 +254,7 @@ def exec_dma_copy(st, c: Call) -> None:
     arr = fit(st, src.read(c.mask), src.shape, dst.shape, "dma_copy")
     if c.p["rmw"] is not None:
         arr = f32(dst, c.mask) + dtypes.to_f32(arr)
-    dst.write(arr, c.mask)
+    dst.write(arr, c.mask, accumulate=c.p["rmw"] is not None)
 
 
 def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, **_):

@@ -369,3 +369,18 @@ def test_valid_kernels_get_no_findings_or_errors():
     found, _, sim = _findings(body, a, b)
     assert not found
     np.testing.assert_allclose(sim.outputs[0], b.T.astype(np.float64) @ a, rtol=1e-4, atol=1e-3)
+
+
+def test_accumulating_dma_into_the_same_output_is_not_a_dependency():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.zeros((128, 512), nl.float32))
+            for i in nl.affine_range(2):
+                t = nl.load(a[i * 128:(i + 1) * 128, :])
+                nisa.dma_copy(dst=out, src=t, dst_rmw_op=np.add)
+            return out
+    """
+    found, _, sim = _findings(body, A)
+    assert not found
+    np.testing.assert_array_equal(sim.outputs[0], 2.0)
