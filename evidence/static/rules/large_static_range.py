@@ -10,7 +10,7 @@ THRESHOLD = 16
 
 
 class LargeStaticRange(Rule):
-    """Flags `nl.static_range` loops with more than 16 iterations (or an unknown count).
+    """Flags `nl.static_range` loops with more than 16 iterations (a count the analyzer can fold).
 
     static_range is fully unrolled at trace time: instruction count, compile time and SBUF
     pressure grow with the trip count, and the loop gets none of affine_range's loop-level
@@ -28,6 +28,6 @@ class LargeStaticRange(Rule):
     INVALID = [Invalid("import neuronxcc.nki.language as nl\nfor i in nl.static_range(64):\n    x = i\n", line=2)]
 
     def enter_loop(self, loop: LoopInfo) -> None:
-        if loop.kind == "static_range" and (loop.trip is None or loop.trip > THRESHOLD):
-            self.report((loop.start, loop.start), f"static_range unrolls {loop.trip if loop.trip else 'an unknown number of'} "
-                        "iterations at trace time", metrics={"trip_count": loop.trip, "threshold": THRESHOLD})
+        if loop.kind == "static_range" and loop.trip is not None and loop.trip > THRESHOLD:
+            self.report((loop.start, loop.start), f"static_range unrolls {loop.trip} iterations at trace time",
+                        metrics={"trip_count": loop.trip, "threshold": THRESHOLD})

@@ -34,6 +34,8 @@ class PartitionOver128(Rule):
         Invalid("t = nl.zeros((256, 512), dtype=nl.float32, buffer=nl.sbuf)\n", line=1),
         Invalid("@nki.jit\ndef k(a):\n    x = nl.load(a)\n", inputs={"a": ((512, 64), "float32")}, line=3),
         Invalid("t = nl.ndarray((nl.tile_size.pmax * 2, 4), dtype=nl.bfloat16, buffer=nl.psum)\n"),
+        # The standalone dialect has the same hardware limit.
+        Invalid("import nki\nimport nki.language as nl\nt = nl.ndarray((256, 4), dtype=nl.bfloat16, buffer=nl.sbuf)\n", line=3),
     ]
 
     def on_call(self, call: CallInfo) -> None:

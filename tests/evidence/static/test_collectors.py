@@ -1,0 +1,75 @@
+"""The nki-static and cuda-static collectors: declared kinds, stable ids, gather integration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evidence.gather import gather
+from evidence.static.collectors import CudaStaticCollector, NkiStaticCollector
+from evidence.submission import Manifest, Submission
+from grader.submission import load_submission
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "submission.toml").is_file())
+CUDA_DIR = ROOT / "tests" / "corpus" / "cuda"
+
+
+@pytest.mark.parametrize("folder", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_items_are_declared_unique_located_and_deterministic(folder):
+    sub = load_submission(folder)
+    for cls in (NkiStaticCollector, CudaStaticCollector):
+        if not cls().applies(sub):
+            continue
+        items = cls().collect(sub)
+        assert items and all(i.kind in cls.kinds for i in items)
+        assert len({i.id for i in items}) == len(items)
+        assert all(i.location is not None for i in items)
+        assert [i.model_dump() for i in items] == [i.model_dump() for i in cls().collect(sub)]
+
+
+def test_required_kinds_are_declared():
+    kinds = set(NkiStaticCollector.kinds) | set(CudaStaticCollector.kinds)
+    required = {"nki.kernel", "nki.loop", "nki.alloc", "nki.dialect", "cuda.kernel", "cuda.shared_memory", "cuda.sync",
+                "cuda.atomic", "cuda.warp_primitive", "cuda.tensor_core", "cuda.accumulator", "cuda.loop",
+                "cuda.thread_indexing", "migration.accumulation", "migration.tiling", "migration.atomics",
+                "migration.thread_indexing", "migration.idioms"}
+    rules = {"partition-over-128", "psum-over-bank", "matmul-operand-limits", "matmul-underfilled",
+             "matmul-implicit-transpose", "psum-accumulate-not-inplace", "affine-loop-carried-dependency",
+             "hoistable-load", "thread-emulation", "fp32-matmul-operands", "low-precision-accumulator",
+             "ragged-without-mask", "load-transpose-in-loop", "python-logic-on-tile", "large-static-range",
+             "sequential-without-dependency", "unfused-activation", "small-dma", "underused-partitions", "device-print",
+             "shared-hbm-nested", "store-into-input", "large-buffer-outside-loop", "dtype-promotion"}
+    assert required | {"nki." + r for r in rules} <= kinds
+
+
+def _port_submission(port: str) -> Submission:
+    manifest = Manifest.model_validate({
+        "task": {"id": "softmax-rows", "title": "Row softmax", "rtol": 2e-2},
+        "kernel": {"file": port, "entry": "softmax_rows_tiled_kernel" if "faithful" in port else "softmax_rows_threads_kernel"},
+        "inputs": [{"name": "x", "shape": [256, 512], "dtype": "float16"}],
+        "migration": {"cuda_file": "softmax_rows.cu", "cuda_entry": "softmax_rows_kernel"},
+    })
+    files = {port: (CUDA_DIR / port).read_text(), "softmax_rows.cu": (CUDA_DIR / "softmax_rows.cu").read_text()}
+    return Submission(manifest=manifest, files=files)
+
+
+def test_gather_tells_the_two_ports_apart():
+    verdicts = {}
+    for port in ("softmax_rows_faithful.py", "softmax_rows_threads.py"):
+        bundle = gather(_port_submission(port), collectors=[NkiStaticCollector, CudaStaticCollector])
+        assert bundle.failures == ()
+        verdicts[port] = {i.kind: i.labels["verdict"] for i in bundle.of_kind("migration.*")}
+        assert bundle.of_kind("cuda.kernel")[0].labels["name"] == "softmax_rows_kernel"
+    assert verdicts["softmax_rows_faithful.py"]["migration.thread_indexing"] == "tile_level"
+    assert verdicts["softmax_rows_threads.py"]["migration.thread_indexing"] == "thread_emulation"
+    assert verdicts["softmax_rows_faithful.py"]["migration.tiling"] != verdicts["softmax_rows_threads.py"]["migration.tiling"]
+
+
+def test_unparseable_kernel_becomes_an_analyzer_failure():
+    sub = _port_submission("softmax_rows_faithful.py")
+    broken = Submission(manifest=sub.manifest, files={**sub.files, "softmax_rows_faithful.py": "def k(:\n"})
+    bundle = gather(broken, collectors=[NkiStaticCollector])
+    assert [f.error_type for f in bundle.failures] == ["StaticAnalysisError"]
+    assert "softmax_rows_faithful.py:1: syntax error" in bundle.failures[0].message

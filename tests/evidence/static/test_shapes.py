@@ -1,0 +1,70 @@
+"""Symbolic shapes and constant propagation, checked on small hand-computed cases."""
+
+from __future__ import annotations
+
+from evidence.static.engine import analyze, bindings_from
+from evidence.static.shapes import Tensor, promote, promote_scalar
+
+HEAD = "import math\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+
+
+def _calls(body: str, inputs: dict):
+    a = analyze(HEAD + "BLOCK = 4\nTILE = nl.tile_size.pmax\n@nki.jit\n" + body, inputs=bindings_from(inputs))
+    fn = next(f for f in a.functions if f.is_kernel)
+    first: dict[int, object] = {}
+    for c in fn.calls:  # the outermost call of each line, keyed relative to the kernel's def line
+        first.setdefault(c.start - 7, c)
+    return fn, first
+
+
+def test_input_shapes_unpacking_constants_and_trip_counts():
+    fn, calls = _calls(
+        "def k(a, b):\n"                                              # 1
+        "    M, K = a.shape\n"                                        # 2
+        "    N = b.shape[1]\n"                                        # 3
+        "    for i in nl.affine_range(M // TILE):\n"                  # 4
+        "        for j in nl.sequential_range(math.ceil(N / 512)):\n"  # 5
+        "            for s in nl.static_range(BLOCK * 2 - 1):\n"      # 6
+        "                t = nl.load(a[i * TILE:(i + 1) * TILE, 0:K])\n",  # 7
+        {"a": ((384, 96), "bfloat16"), "b": ((96, 1100), "float32")},
+    )
+    assert [(lp.kind, lp.trip, lp.depth) for lp in fn.loops] == [
+        ("affine_range", 3, 1), ("sequential_range", 3, 2), ("static_range", 7, 3)]
+    t = calls[7].tensor
+    assert (t.shape, t.dtype, t.buffer, t.partitions, t.free_bytes) == ((128, 96), "bfloat16", "sbuf", 128, 192)
+    assert calls[7].deps == {fn.loops[0].id}  # the load depends on i only
+
+
+def test_allocations_par_dim_mgrid_matmul_and_reductions():
+    fn, calls = _calls(
+        "def k(x):\n"                                                                # 1
+        "    buf = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.bfloat16)\n"     # 2
+        "    g = nl.mgrid[0:128, 0:256]\n"                                        # 3
+        "    v = nl.load(x[g.p, g.x])\n"                                           # 4
+        "    r = nl.sum(v, axis=1, keepdims=True, dtype=nl.float32)\n"            # 5
+        "    p = nisa.nc_matmul(buf[1, :, 0:128], buf[2])\n"                      # 6
+        "    q = nl.matmul(v[:, 0:64], buf[0], transpose_x=False)\n"              # 7
+        "    w = v * 0.5\n",                                                       # 8
+        {"x": ((128, 256), "float16")},
+    )
+    buf = calls[2].tensor
+    assert (buf.shape, buf.pdim, buf.partitions, buf.free_bytes) == ((4, 128, 512), 1, 128, 1024)
+    assert calls[4].tensor.shape == (128, 256)
+    assert (calls[5].tensor.shape, calls[5].tensor.dtype) == ((128, 1), "float32")
+    assert (calls[6].tensor.shape, calls[6].tensor.buffer, calls[6].tensor.dtype) == ((128, 512), "psum", "float32")
+    assert calls[7].tensor.shape == (128, 512)  # x is [M=128, K=64] without transpose_x
+
+
+def test_dtype_promotion_table():
+    assert promote("float16", "bfloat16") == "float32"
+    assert promote("float8_e4m3", "float8_e5m2") == "bfloat16"
+    assert promote("int32", "float16") == "float16"
+    assert promote_scalar("float16", 1.2) == "float32"
+    assert promote_scalar("int8", 2) == "int32"
+    assert promote_scalar("float32", 2.0) == "float32"
+
+
+def test_unknown_values_stay_unknown():
+    fn, calls = _calls("def k(a, n):\n    t = nl.load(a[0:n, :])\n", {"a": ((256, 64), "float32")})
+    t = calls[2].tensor
+    assert isinstance(t, Tensor) and t.shape == (None, 64) and t.partitions is None
