@@ -208,6 +208,7 @@ class Evaluator:
         pos = 0
         pdim = t.pdim
         dropped = 0
+        gone: list[int] = []  # where dropped (non-block) axes were, to restore a tile's rank
         for n_el, e in enumerate(elems):
             s = e.slice
             full = src[pos] if src is not None and pos < len(src) else None
@@ -241,13 +242,17 @@ class Evaluator:
                 elif isinstance(v, (int, Sym, LoopVar)) and not isinstance(v, bool):  # a position drops its axis
                     if pos < pdim:
                         dropped += 1
+                    else:
+                        gone.append(len(dims))
                 else:
                     dims.append(None)
                 pos += 1
         if src is not None:
             dims.extend(src[pos:])
-        if len(dims) < 2 and (src is None or len(src) >= 2):
-            dims = [1] * (2 - len(dims)) + dims
+        for at in gone:  # e.g. x[i, :] -> [1, F] and idx[i_p, 0] -> [P, 1]: a tile keeps rank 2
+            if len(dims) >= 2 or (src is not None and len(src) < 2):
+                break
+            dims.insert(min(at, len(dims)), 1)
         new_pdim = max(0, pdim - dropped) if len(dims) > pdim - dropped else 0
         return Tensor(tuple(dims), t.dtype, t.buffer, "view", t.name, new_pdim, t.mutable)
 

@@ -56,7 +56,8 @@ def store_target(ctx, call: CallInfo):
 def matmul_operands(ctx, call: CallInfo):
     """(stationary, moving, K_stationary, M, K_moving, N) of a matmul call; None entries if unknown."""
     if call.name == "nisa.nc_matmul":
-        s, m = tensor_arg(ctx, call, 0, "stationary"), tensor_arg(ctx, call, 1, "moving")
+        shift = 1 if ctx.dialect.dialect == "standalone" else 0  # standalone nisa calls take dst first
+        s, m = tensor_arg(ctx, call, shift, "stationary"), tensor_arg(ctx, call, shift + 1, "moving")
         ks = s.shape[0] if s and s.shape else None
         mm = s.shape[-1] if s and s.shape and len(s.shape) > 1 else None
     else:
@@ -75,3 +76,25 @@ def _is_true(node) -> bool:
     import libcst as cst
 
     return isinstance(node, cst.Name) and node.value == "True"
+
+
+def free_axis_deps(ctx, node) -> frozenset[int] | None:
+    """Loops whose variables index the free axes of an operand (looking through a name bound to
+    an nl.load of an HBM slice); None when the operand's indexing is not visible."""
+    import libcst as cst
+
+    if isinstance(node, cst.Name):
+        b = ctx.lookup(node.value)
+        src = b.node if b is not None else None
+        if isinstance(src, cst.Call) and ctx.ev.api_name(src.func) in ("nl.load", "nl.load_transpose2d") and src.args:
+            node = src.args[0].value
+        else:
+            return None
+    if not isinstance(node, cst.Subscript):
+        return None
+    base = ctx.value(node.value)
+    pdim = base.pdim if isinstance(base, Tensor) else 0
+    deps: frozenset[int] = frozenset()
+    for el in node.slice[pdim + 1:]:
+        deps |= ctx.deps(el.slice)[0]
+    return deps

@@ -38,6 +38,8 @@ class HoistableLoad(Rule):
         Invalid(_HEAD + "@nki.jit\ndef k(a, b):\n    for i in nl.affine_range(4):\n        w = nl.load(b)\n"
                 "        x = nl.load(a[i * 128:(i + 1) * 128, :])\n",
                 inputs={"a": ((512, 512), "bfloat16"), "b": ((128, 512), "bfloat16")}, line=6),
+        # Without input shapes the trip count is unknown: still hoistable, numbers omitted.
+        Invalid(_HEAD + "@nki.jit\ndef k(a, b, n):\n    for i in nl.affine_range(n):\n        w = nl.load(b)\n", line=6),
         Invalid(_HEAD + "@nki.jit\ndef k(a, b):\n    for m in nl.affine_range(4):\n        for n in nl.affine_range(2):\n"
                 "            for j in nl.affine_range(4):\n                x = nl.load(a[j * 128:(j + 1) * 128, m * 128:(m + 1) * 128])\n"
                 "                y = nl.load(b[j * 128:(j + 1) * 128, n * 512:(n + 1) * 512])\n",
@@ -47,7 +49,7 @@ class HoistableLoad(Rule):
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ("nl.load", "nl.load_transpose2d") or not call.loops:
             return
-        invariant = [lp for lp in call.loops if lp.id not in call.deps and (lp.trip or 0) > 1]
+        invariant = [lp for lp in call.loops if lp.id not in call.deps and (lp.trip is None or lp.trip > 1)]
         if not invariant:
             return
         t = call.tensor
@@ -60,12 +62,15 @@ class HoistableLoad(Rule):
             per_part = (t.free_bytes or 0) * tiles if t is not None and t.free_bytes else None
             if per_part is None or per_part > CACHE_BUDGET:
                 return
-        repeats = math.prod(lp.trip for lp in invariant)  # type: ignore[misc]
+        known = all(lp.trip is not None for lp in invariant)
+        repeats = math.prod(lp.trip for lp in invariant) if known else None  # type: ignore[misc]
         outer = invariant[0]
+        redundant = per_load * (repeats - 1) * _other_trips(call, invariant) if per_load and repeats else None
         metrics = {"trip_count": repeats, "bytes_per_load": per_load, "loop_line": outer.start,
-                   "redundant_bytes": per_load * (repeats - 1) * _other_trips(call, invariant) if per_load else None}
+                   "redundant_bytes": redundant}
+        times = f"{repeats}x" if repeats else "once per iteration"
         self.report(call.node, f"{call.name} does not depend on the loop at line {outer.start} "
-                    f"({'+'.join(lp.vars[0] if lp.vars else '?' for lp in invariant)}) and is repeated {repeats}x",
+                    f"({'+'.join(lp.vars[0] if lp.vars else '?' for lp in invariant)}) and is repeated {times}",
                     metrics=metrics)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evidence.model import Severity
 from evidence.static.framework import Invalid, Rule, Valid
 from evidence.static.model import CallInfo
-from evidence.static.rulekit import MOVING_FMAX, STATIONARY_FMAX, matmul_operands
+from evidence.static.rulekit import MOVING_FMAX, STATIONARY_FMAX, free_axis_deps, matmul_operands
 
 _KERNEL = """import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -41,6 +41,11 @@ class MatmulUnderfilled(Rule):
         Valid(_KERNEL.format(trips=2, n=512), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 1024), "bfloat16")}),
         Valid(_KERNEL.format(trips=1, n=256), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 256), "bfloat16")}),
     ]
+    VALID.append(Valid(  # the loop walks the rows (K) of the stationary tile, not its 96 free columns
+        "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+        "@nki.jit\ndef k(x, ident):\n    i = nl.load(ident)\n    for t in nl.affine_range(2):\n"
+        "        xt = nl.load(x[t * 128:(t + 1) * 128, :])\n        y = nisa.nc_matmul(stationary=xt, moving=i)\n",
+        inputs={"x": ((256, 96), "float32"), "ident": ((128, 128), "float32")}))
     INVALID = [
         Invalid(_KERNEL.format(trips=8, n=128), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 1024), "bfloat16")},
                 line=12),
@@ -56,11 +61,12 @@ class MatmulUnderfilled(Rule):
         m_deps = self.ctx.deps(m_node)[0]
         metrics: dict[str, float | None] = {}
         msgs = []
-        for size, limit, own, other, label in ((n, MOVING_FMAX, m_deps, s_deps, "moving"),
-                                               (m, STATIONARY_FMAX, s_deps, m_deps, "stationary")):
+        for size, limit, node, other, label in ((n, MOVING_FMAX, m_node, s_deps, "moving"),
+                                                (m, STATIONARY_FMAX, s_node, m_deps, "stationary")):
             if size is None or size >= limit:
                 continue
-            # Loops that only this operand depends on walk its free axis in chunks of `size`.
+            # Loops that index this operand's free axis (and not the other operand) walk it in chunks.
+            own = free_axis_deps(self.ctx, node) or frozenset()
             walkers = [lp for lp in call.loops if lp.id in own and lp.id not in other and (lp.trip or 0) > 1]
             if not walkers:
                 continue

@@ -55,6 +55,19 @@ def test_allocations_par_dim_mgrid_matmul_and_reductions():
     assert calls[7].tensor.shape == (128, 512)  # x is [M=128, K=64] without transpose_x
 
 
+def test_integer_positions_keep_tile_rank():
+    fn, calls = _calls(
+        "def k(x, ids):\n"                                    # 1
+        "    i_p = nl.arange(128)[:, None]\n"                 # 2
+        "    idx = nl.load(ids[0:128, 0:1])\n"                # 3
+        "    rows = nl.load(x[idx[i_p, 0], 0:64])\n"          # 4
+        "    one = nl.load(x[3, :])\n",                       # 5
+        {"x": ((1000, 64), "float32"), "ids": ((128, 1), "int32")},
+    )
+    assert calls[4].tensor.shape == (128, 64)  # indirect rows: one per partition of the index tile
+    assert calls[5].tensor.shape == (1, 64)
+
+
 def test_dtype_promotion_table():
     assert promote("float16", "bfloat16") == "float32"
     assert promote("float8_e4m3", "float8_e5m2") == "bfloat16"
