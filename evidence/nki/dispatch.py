@@ -36,6 +36,8 @@ class Call:
 
 def call(name: str, args: tuple, kwargs: dict):
     st = _state.current()
+    if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
+        st.sample_peaks()
     op = OPS.get(name)
     if op is None:
         file, line = st.where()

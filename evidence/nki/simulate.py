@@ -110,6 +110,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                 st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
                 st.reset_path()
                 ret = func(*wrapped, **wkw)
+                st.sample_peaks()
         _post_checks(st, ret, wrapped, wkw)
     except EvidenceError as exc:
         exc.report = build_report(st)

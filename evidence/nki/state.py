@@ -128,14 +128,18 @@ class State:
     def alloc_onchip(self, buffer: str, per_partition: int) -> int:
         if buffer == "sbuf":
             self.sbuf_live += per_partition
-            if self.sbuf_live > self.sbuf_peak:
-                self.sbuf_peak = self.sbuf_live
             return per_partition
         banks = -(-per_partition // PSUM_BANK_BYTES)
         self.psum_live += banks
+        return banks
+
+    def sample_peaks(self) -> None:
+        """Peaks are sampled between instructions, so `x = nl.ndarray(...)` in a loop does not count
+        the buffer it replaces (Python frees it only after the new one exists)."""
+        if self.sbuf_live > self.sbuf_peak:
+            self.sbuf_peak = self.sbuf_live
         if self.psum_live > self.psum_peak:
             self.psum_peak = self.psum_live
-        return banks
 
     def free_onchip(self, buffer: str, amount: int) -> None:
         if buffer == "sbuf":

@@ -405,3 +405,19 @@ def test_three_axis_mgrid_with_a_unit_middle_axis_gives_two_dimensional_tiles():
     a64 = a.astype(np.float64)
     expected = a64 / np.sqrt((a64 * a64).mean(1, keepdims=True)) * g
     np.testing.assert_allclose(_run(body, a, g).outputs[0], expected, rtol=1e-5)
+
+
+def test_sbuf_peak_counts_live_tiles_between_instructions():
+    body = """
+        def kernel(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            for i in nl.affine_range(4):
+                buf = nl.ndarray((128, 1024), dtype=nl.float32)     # replaces the previous iteration's buffer
+                buf[:, 0:512] = nl.load(a)
+                buf[:, 512:1024] = nl.load(a)
+                nl.store(out, value=buf[:, 0:512])
+            return out
+    """
+    r = _run(body, np.ones((128, 512), np.float32)).report
+    # the live set is at most: buf (4 KiB) + one freshly loaded [128, 512] tile (2 KiB)
+    assert r.sbuf_peak_bytes_per_partition == 4096 + 2048
