@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
 from evidence.static.rulekit import MOVING_FMAX, P_MAX, STATIONARY_FMAX, matmul_operands
 from evidence.static.shapes import MATMUL_CALLS
@@ -25,6 +25,7 @@ class MatmulOperandLimits(Rule):
     id = "matmul-operand-limits"
     criteria = ("kernel_correctness", "tiling")
     severity = Severity.critical
+    dialects = (BETA, STANDALONE)
     performance = False
     VALID = [
         _HEAD + "a = nl.ndarray((128, 128), dtype=nl.bfloat16)\nb = nl.ndarray((128, 512), dtype=nl.bfloat16)\n"
