@@ -350,6 +350,14 @@ def index(t: Tensor, key) -> Tensor:
     """t[key]: numpy-style basic views, or a lazy advanced access (REFERENCE §3.2)."""
     if not isinstance(key, tuple):
         key = (key,)
+    if key and all(isinstance(k, MaskExpr) for k in key):
+        # operand masking, `nl.matmul(x[i_f < 64], ...)`: the same view, with the elements it may use
+        m = key[0].a
+        for k in key[1:]:
+            m = m & k.a
+        v = Tensor(t.alloc, t.data, t.shape, t.pdim, t.wmask, t.stamp, t.lmask, t.adv)
+        v.valid = np.broadcast_to(_fit_mask(m, t.shape), t.shape)
+        return v
     nd = len(t.shape)
     adv = False
     basic = False
@@ -368,7 +376,7 @@ def index(t: Tensor, key) -> Tensor:
             comps.append(dtypes.cast(k.read(), np.int64) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
         elif isinstance(k, MaskExpr):
             raise _state.current().error(
-                "err_unsupported_expression_in_mask", "operand masks inside a subscript are not supported; pass mask="
+                "err_unsupported_expression_in_mask", "a mask in a subscript must be the whole subscript: x[mask]"
             )
         elif isinstance(k, (slice, type(Ellipsis))) or k is None:
             basic = True

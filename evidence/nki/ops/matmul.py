@@ -56,6 +56,7 @@ def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_m
     c = _plan(st, "nisa.nc_matmul", s, m, s.shape[0], free_size(s.shape), tuple(m.shape[1:]), m.shape[0])
     c.mask = op_mask(st, mask)
     c.p["transpose_x"] = True
+    _operand_masks(c)
     return c
 
 
@@ -70,7 +71,23 @@ def check_matmul(st, x, y, *, transpose_x=False, mask=None, **_):
     c = _plan(st, "matmul", x, y, k, mm, tuple(y.shape[1:]), y.shape[0])
     c.mask = op_mask(st, mask)
     c.p["transpose_x"] = transpose_x
+    _operand_masks(c)
     return c
+
+
+def _operand_masks(c: Call) -> None:
+    """Operand masking (x[i_f < 64]): masked-out operand elements take no part; output rows/columns
+    that no valid element reaches are not computed (left untouched by an accumulation)."""
+    x, y = c.ins
+    if x.valid is None and y.valid is None:
+        return
+    xv = np.ones(x.shape, bool) if x.valid is None else x.valid
+    xv = xv.reshape(x.shape[0], -1)
+    xv = xv if c.p["transpose_x"] else xv.T  # [K, M]
+    yv = (np.ones(y.shape, bool) if y.valid is None else y.valid).reshape(y.shape[0], -1)
+    c.p["xv"], c.p["yv"] = xv, yv
+    out_valid = (xv.any(axis=0)[:, None] & yv.any(axis=0)[None, :]).reshape(c.out.shape)
+    c.mask = out_valid if c.mask is None else (np.broadcast_to(c.mask, out_valid.shape) & out_valid)
 
 
 def exec_matmul(st, c: Call) -> None:
@@ -78,6 +95,9 @@ def exec_matmul(st, c: Call) -> None:
     a = f32(x).reshape(x.shape[0], -1)
     a = a if c.p["transpose_x"] else a.T  # stationary [K, M]
     b = f32(y).reshape(y.shape[0], -1)
+    if "xv" in c.p:
+        a = np.where(c.p["xv"], a, np.float32(0))
+        b = np.where(c.p["yv"], b, np.float32(0))
     r = (a.T @ b).reshape(c.out.shape)  # fp32 products and fp32 accumulation, as in PSUM
     set_result(c.out, r, c.mask)
 

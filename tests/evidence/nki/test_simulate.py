@@ -421,3 +421,24 @@ def test_sbuf_peak_counts_live_tiles_between_instructions():
     r = _run(body, np.ones((128, 512), np.float32)).report
     # the live set is at most: buf (4 KiB) + one freshly loaded [128, 512] tile (2 KiB)
     assert r.sbuf_peak_bytes_per_partition == 4096 + 2048
+
+
+def test_operand_masks_in_subscripts_limit_the_matmul():
+    body = """
+        def kernel(a, b):
+            out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            i_lhs_f = nl.arange(128)[None, :]
+            i_rhs_f = nl.arange(512)[None, :]
+            x = nl.load(a)
+            y = nl.load(b)
+            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            acc += nl.matmul(x[i_lhs_f < 64], y[i_rhs_f < 256], transpose_x=True)
+            nl.store(out, value=nl.copy(acc))
+            return out
+    """
+    a = RNG.standard_normal((128, 128)).astype(np.float32)
+    b = RNG.standard_normal((128, 512)).astype(np.float32)
+    out = _run(body, a, b).outputs[0]
+    full = a.T.astype(np.float64) @ b
+    np.testing.assert_allclose(out[:64, :256], full[:64, :256], rtol=1e-4, atol=1e-4)
+    assert (out[64:] == 0).all() and (out[:, 256:] == 0).all()  # not computed: the zeros stay
