@@ -17,19 +17,23 @@ from evidence.static.model import InputBinding
 from evidence.submission import Submission
 
 STATIC_VERSION = "1"
+# A stated tolerance tighter than this needs fp32 products (bf16 keeps 8 significant bits).
+FP32_RTOL = 1e-3
 
 
 @lru_cache(maxsize=32)
-def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | None) -> Analysis:
+def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | None, fp32_required: bool) -> Analysis:
     bindings = [InputBinding(name, shape, dtype, value) for name, shape, dtype, value in inputs]
-    return analyze(source, file=file, inputs=bindings, entry=entry)
+    return analyze(source, file=file, inputs=bindings, entry=entry, options={"fp32_required": fp32_required})
 
 
 def kernel_analysis(submission: Submission) -> Analysis:
-    """The (cached) static analysis of the submission's kernel file, with its input shapes."""
+    """The (cached) static analysis of the submission's kernel file, with its input shapes and
+    the task facts rules may use (fp32_required from the task's stated rtol)."""
     m = submission.manifest
     inputs = tuple((i.name, tuple(i.shape), i.dtype, i.value) for i in m.inputs)
-    return _analysis(submission.kernel_source, m.kernel.file, inputs, m.kernel.entry)
+    fp32 = m.task.rtol is not None and m.task.rtol < FP32_RTOL
+    return _analysis(submission.kernel_source, m.kernel.file, inputs, m.kernel.entry, fp32)
 
 
 class NkiStaticCollector(Collector):

@@ -73,3 +73,19 @@ def test_unparseable_kernel_becomes_an_analyzer_failure():
     bundle = gather(broken, collectors=[NkiStaticCollector])
     assert [f.error_type for f in bundle.failures] == ["StaticAnalysisError"]
     assert "softmax_rows_faithful.py:1: syntax error" in bundle.failures[0].message
+
+
+def test_fp32_operands_are_accepted_when_the_task_tolerance_needs_fp32():
+    kernel = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+              "@nki.jit\ndef k(a, b):\n    x = nl.load(a)\n    y = nl.load(b)\n    c = nisa.nc_matmul(x, y)\n"
+              "    return c\n")
+
+    def kinds(rtol):
+        manifest = Manifest.model_validate({
+            "task": {"id": "mm", "title": "mm", "rtol": rtol}, "kernel": {"file": "k.py", "entry": "k"},
+            "inputs": [{"name": "a", "shape": [128, 128], "dtype": "float32"},
+                       {"name": "b", "shape": [128, 512], "dtype": "float32"}]})
+        return {i.kind for i in NkiStaticCollector().collect(Submission(manifest=manifest, files={"k.py": kernel}))}
+
+    assert "nki.fp32-matmul-operands" in kinds(2e-2)
+    assert "nki.fp32-matmul-operands" not in kinds(1e-5)
