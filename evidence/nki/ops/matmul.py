@@ -47,10 +47,31 @@ def _plan(st, op: str, stat, mov, kt: int, m: int, n_shape: tuple, k_mov: int) -
     return c
 
 
+def _double_row(st, s, m, perf_mode) -> Call:
+    """v3 fp8 double-row mode: stationary [K, 2, M], moving [K, 2, N]; contracts over K and the 2."""
+    if st.nc_version < 3:
+        raise st.error("err_unsupported_perf_mode", f"perf_mode={perf_mode!r} needs trn2 (NeuronCore-v3)")
+    for t, arg, limit in ((s, "stationary", STATIONARY_FMAX), (m, "moving", MOVING_FMAX)):
+        if len(t.shape) != 3 or t.shape[1] != 2:
+            raise st.error("err_invalid_double_row_shape", f"double-row '{arg}' must be [K, 2, F], got {list(t.shape)}")
+        if not dtypes.name(t.dtype).startswith("float8"):
+            raise st.error("err_unsupported_dtype", f"double-row '{arg}' must be fp8, got {dtypes.name(t.dtype)}")
+        _limit(st, t, 2, limit, "nc_matmul", arg)
+    c = _plan(st, "nisa.nc_matmul", s, m, s.shape[0], s.shape[2], (m.shape[2],), m.shape[0])
+    c.flops *= 2
+    c.p["double_row"] = True
+    return c
+
+
 def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
-                    is_transpose=False, tile_position=(), tile_size=(), mask=None, **_):
+                    is_transpose=False, tile_position=(), tile_size=(), mask=None, perf_mode=None, **_):
     s = tile(st, stationary, "nc_matmul", "stationary", ("sbuf",))
     m = tile(st, moving, "nc_matmul", "moving", ("sbuf",))
+    if perf_mode is not None and "double_row" in str(getattr(perf_mode, "name", perf_mode)):
+        c = _double_row(st, s, m, perf_mode)
+        c.mask = op_mask(st, mask)
+        c.p["transpose_x"] = True
+        return c
     _limit(st, s, 1, STATIONARY_FMAX, "nc_matmul", "stationary", free_size(s.shape))
     _limit(st, m, 1, MOVING_FMAX, "nc_matmul", "moving", free_size(m.shape))
     c = _plan(st, "nisa.nc_matmul", s, m, s.shape[0], free_size(s.shape), tuple(m.shape[1:]), m.shape[0])
@@ -92,6 +113,10 @@ def _operand_masks(c: Call) -> None:
 
 def exec_matmul(st, c: Call) -> None:
     x, y = c.ins
+    if c.p.get("double_row"):
+        r = np.einsum("kjm,kjn->mn", f32(x), f32(y), optimize=True)
+        set_result(c.out, r.astype(np.float32), c.mask)
+        return
     a = f32(x).reshape(x.shape[0], -1)
     a = a if c.p["transpose_x"] else a.T  # stationary [K, M]
     b = f32(y).reshape(y.shape[0], -1)

@@ -222,6 +222,12 @@ ROWS.update({
     "shared_constant": (_constants, (X,), lambda a: a + 2.0, 1e-6, 1e-6),
     "expand_dims": (_expand_dims, (COL,), lambda c: 2 * c, 1e-6, 0),
     "nisa.nc_stream_shuffle": (_stream_shuffle, (X,), _shuffle_ref, 0, 0),
+    "nc_matmul_double_row": (
+        lambda s, t: nisa.nc_matmul(s.reshape((P, 2, 32)).astype(nl.float8_e4m3),
+                                    t.reshape((P, 2, 32)).astype(nl.float8_e4m3), perf_mode="double_row_gen3"),
+        (X, Y), lambda a, b: np.einsum("kjm,kjn->mn", *(v.reshape(P, 2, 32).astype(np.float32)
+                                       .astype(ml_dtypes.float8_e4m3).astype(np.float64) for v in (a, b))),
+        1e-5, 1e-5),
 })
 # ops exercised by another row (name -> row that covers it)
 COVERED_BY = {"zeros": "full_like", "ones": "full_like", "zeros_like": "full_like", "ones_like": "full_like",
@@ -234,7 +240,7 @@ COVERED_BY = {"zeros": "full_like", "ones": "full_like", "zeros_like": "full_lik
 
 
 def test_every_op_has_a_differential_row():
-    missing = sorted(set(OPS) - set(ROWS) - set(COVERED_BY))
+    missing = sorted(set(OPS) - set(ROWS) - set(COVERED_BY))  # extra rows test op variants
     assert not missing, f"ops without a differential test row: {missing}"
 
 
