@@ -49,3 +49,17 @@ def test_false_positive_rate_is_zero_for_every_rule():
 @pytest.mark.parametrize("path", all_files(), ids=[p.name for p in all_files()])
 def test_every_corpus_kernel_analyses_cleanly(path):
     _findings(path)
+
+
+def test_finding_numbers_are_hand_computable_on_the_naive_matmul():
+    # lhsT [512, 512] bf16 in 128x128 tiles (32 KiB, 256 B per partition), re-read for each of N/512 = 2
+    # column blocks: 16 (m, k) tiles x 32 KiB x (2 - 1) = 512 KiB redundant. rhs tiles [128, 512] bf16
+    # (128 KiB) re-read for each of M/128 = 4 row blocks: 8 (n, k) tiles x 128 KiB x 3 = 3 MiB redundant.
+    naive = next(p for p in PAIRS if p.topic == "matmul_hoist").naive
+    found = {(f.rule, f.start): f.metrics for f in _findings(naive)}
+    lhs = next(m for (r, _), m in found.items() if r == "hoistable-load" and m["bytes_per_load"] == 32768)
+    rhs = next(m for (r, _), m in found.items() if r == "hoistable-load" and m["bytes_per_load"] == 131072)
+    assert (lhs["trip_count"], lhs["redundant_bytes"]) == (2, 16 * 32768)
+    assert (rhs["trip_count"], rhs["redundant_bytes"]) == (4, 8 * 131072 * 3)
+    small = next(m for (r, _), m in found.items() if r == "small-dma")
+    assert (small["bytes_per_partition"], small["trip_count"]) == (256, 32)
