@@ -89,6 +89,7 @@ class Engine(cst.CSTVisitor):
                 if getattr(type(rule), hook) is not getattr(Rule, hook):
                     self._sem[hook].append((rule, getattr(rule, hook)))
         self._dead: set[str] = set()
+        self.wrapped: dict[str, str] = {}  # functions made kernels by `k = nki.jit(f)` at module level
 
     # -- context API for rules ------------------------------------------------------------
     def lookup(self, name: str) -> Binding | None:
@@ -133,6 +134,18 @@ class Engine(cst.CSTVisitor):
             self.failures.append(RuleFailure(rule.id, type(exc).__name__, msg, line))
         finally:
             self.timings[rule.id] += time.perf_counter() - t0
+
+    def scan_wrappers(self, module: cst.Module) -> None:
+        """`kernel = nki.jit(f)` / `nki.baremetal(f)` at module level make `f` a kernel too."""
+        for stmt in module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                call = getattr(small, "value", None)
+                if isinstance(call, cst.Call) and call.args and isinstance(call.args[0].value, cst.Name):
+                    name = self.ev.api_name(call.func) or ""
+                    if name.startswith("nki.") and name.rsplit(".", 1)[-1] in _KERNEL_DECORATORS:
+                        self.wrapped[call.args[0].value.value] = name + "()"
 
     def walk(self, node: cst.CSTNode) -> None:
         """Read-only pre-order walk in libcst's visiting order (libcst's own `visit` rebuilds every
@@ -201,6 +214,7 @@ class Engine(cst.CSTVisitor):
             name = self.ev.api_name(expr) or ""
             if name.rsplit(".", 1)[-1] in _KERNEL_DECORATORS:
                 decorator = name
+        decorator = decorator or self.wrapped.get(node.name.value, "")
         start, end = self.lines(node)
         params = [p for p in node.params.params] + [p for p in node.params.kwonly_params]
         mutable = frozenset(
@@ -448,9 +462,11 @@ def analyze(
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     if positions is not None:
         engine = Engine(file, dialect, active, list(inputs), entry, options, positions)
+        engine.scan_wrappers(wrapper.module)
         engine.walk(wrapper.module)
     if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
         engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None)
+        engine.scan_wrappers(wrapper.module)
         wrapper.visit(engine)
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))

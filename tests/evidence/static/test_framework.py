@@ -124,3 +124,12 @@ def test_position_mismatch_falls_back_to_exact(monkeypatch):
     monkeypatch.setattr(positions.AstLines, "consistent", lambda self: False)
     result = analyze(SRC, inputs=engine_mod.bindings_from({"a": ((128, 512), "float32")}))
     assert {f.rule: f.start for f in result.findings}["device-print"] == 7
+
+
+def test_kernels_wrapped_by_a_jit_call_are_kernels():
+    src = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+           "def body(a):\n    t = nl.load(a)\n    return t\nkernel = nki.jit(body)\n")
+    result = analyze(src, inputs=engine_mod.bindings_from({"a": ((256, 8), "float32")}))
+    (fn,) = result.functions
+    assert fn.is_kernel and fn.decorator == "nki.jit()"
+    assert [f.rule for f in result.findings] == ["partition-over-128"]  # a [256, 8] load: shapes were bound
