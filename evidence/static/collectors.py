@@ -66,5 +66,5 @@ class CudaStaticCollector(Collector):
         facts = parse_cuda(submission.files[mig.cuda_file], mig.cuda_file)
         items = cuda_items(facts, self.analyzer)
         if submission.manifest.kernel.file.endswith(".py"):
-            items += migration_items(facts, kernel_analysis(submission), self.analyzer)
+            items += migration_items(facts, kernel_analysis(submission), self.analyzer, mig.cuda_entry)
         return items

@@ -81,8 +81,10 @@ def _width(dtype: str) -> int:
     return ITEMSIZE.get(dtype, 4) * (2 if dtype in ("float32", "float64") else 1)
 
 
-def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str) -> list[EvidenceItem]:
+def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str | None = None) -> list[EvidenceItem]:
+    """One item per aspect. `cuda_entry` (the manifest's) narrows the CUDA side to that kernel."""
     nki = nki_side(a)
+    kernels = [k for k in cuda.kernels if cuda_entry is None or k.name == cuda_entry] or cuda.kernels
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
 
@@ -112,8 +114,8 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str) -> list[Evidenc
     emit("accumulation", verdict, cuda_text, nki_text, "accumulator dtype", ("migration_fidelity", "precision"))
 
     # Thread indexing and tiling.
-    uses = sum(sum(k.builtins.values()) for k in cuda.kernels)
-    cuda_idx = f"{uses} threadIdx/blockIdx/blockDim uses in {len(cuda.kernels)} kernel(s)"
+    uses = sum(sum(k.builtins.values()) for k in kernels)
+    cuda_idx = f"{uses} threadIdx/blockIdx/blockDim uses in {', '.join(k.name for k in kernels) or 'no kernel'}"
     emulated = nki.thread_emulation > 0
     nki_idx = (f"{nki.thread_emulation} per-element/per-row loop(s) on 1-partition tiles" if emulated
                else f"tiles of up to {nki.tile_partitions} partitions, no per-element loops")
