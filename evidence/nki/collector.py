@@ -37,6 +37,7 @@ FINDING_SEVERITY = {
     "sbuf_capacity_exceeded": Severity.medium,
     "psum_capacity_exceeded": Severity.medium,
     "matmul_mixed_fp32_dtypes": Severity.medium,
+    "partition_start_rule": Severity.medium,
     "block_dimensions_deprecated": Severity.low,
     "benchmark_no_timing": Severity.info,
 }
@@ -48,6 +49,7 @@ FINDING_CRITERIA = {
     "sbuf_capacity_exceeded": ("memory_hierarchy", "tiling"),
     "psum_capacity_exceeded": ("memory_hierarchy", "tiling"),
     "matmul_mixed_fp32_dtypes": ("precision", "neuron_platform"),
+    "partition_start_rule": ("tiling", "neuron_platform"),
     "block_dimensions_deprecated": ("neuron_platform",),
     "benchmark_no_timing": ("benchmarking",),
 }

@@ -429,6 +429,20 @@ def _advanced(t: Tensor, comps: list) -> Tensor:
     return Tensor(t.alloc, None, tuple(shape), 0, adv=(t, tuple(comps), grid))
 
 
+def _partition_start_rule(t: Tensor, k: slice, n: int) -> None:
+    """REFERENCE §1: 65-128 partitions start at 0; 33-64 at 0/64; 1-32 at 0/32/64/96; no stride."""
+    start, stop, step = k.indices(n)
+    size = len(range(start, stop, step))
+    allowed = (0,) if size > 64 else (0, 64) if size > 32 else (0, 32, 64, 96)
+    if step != 1 or start not in allowed:
+        t.alloc.state.finding(
+            "partition_start_rule",
+            f"access of {size} partitions starting at partition {start}" + (f" with stride {step}" if step != 1 else "")
+            + f" of a {t.alloc.buffer} tile: operands of {size} partitions must start at {allowed} and cannot stride",
+            "medium",
+        )
+
+
 def _basic(t: Tensor, key: tuple) -> Tensor:
     shape = t.shape
     if t.adv is not None:
@@ -456,6 +470,8 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
                     "err_tensor_access_out_of_bound",
                     f"index range [{start or 0}, {stop}] exceed dimension size of {n} (axis {i})",
                 )
+            if i == t.pdim and t.alloc.buffer in ONCHIP and t.data is t.alloc.data and (start or k.step not in (None, 1)):
+                _partition_start_rule(t, k, n)
     data = t.data[key]
     pd = max(t.pdim - dropped_before_p, 0)
     return Tensor(

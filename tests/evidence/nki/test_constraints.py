@@ -385,3 +385,17 @@ def test_accumulating_dma_into_the_same_output_is_not_a_dependency():
     found, _, sim = _findings(body, A)
     assert not found
     np.testing.assert_array_equal(sim.outputs[0], 2.0)
+
+
+def test_partition_start_rule_is_a_finding():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((64, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            t = nl.load(a)
+            ok = nl.exp(t[64:128, :])
+            bad = nl.exp(t[32:96, :])  # <-
+            nl.store(out, value=nl.add(ok, bad))
+            return out
+    """
+    found, src, _ = _findings(body, B)
+    assert found == {("partition_start_rule", marked_line(src))}
