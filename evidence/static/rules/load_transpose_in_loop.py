@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.framework import Invalid, Rule
 from evidence.static.model import CallInfo
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"

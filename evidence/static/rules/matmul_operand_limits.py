@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evidence.model import Severity
-from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
 from evidence.static.model import CallInfo
 from evidence.static.rulekit import MOVING_FMAX, P_MAX, STATIONARY_FMAX, matmul_operands
 from evidence.static.shapes import MATMUL_CALLS

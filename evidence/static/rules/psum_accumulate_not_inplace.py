@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.framework import Invalid, Rule
 from evidence.static.model import AssignInfo
 from evidence.static.shapes import MATMUL_CALLS, Tensor
 

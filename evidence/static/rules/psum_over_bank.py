@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evidence.model import Severity
-from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
 from evidence.static.model import CallInfo
 from evidence.static.rulekit import PSUM_BANK_BYTES, shape_text
 from evidence.static.shapes import ALLOC_CALLS

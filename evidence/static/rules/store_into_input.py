@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from evidence.model import Severity
-from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo
 from evidence.static.rulekit import store_target
 from evidence.static.shapes import Tensor
