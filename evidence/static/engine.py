@@ -65,7 +65,7 @@ class Engine(cst.CSTVisitor):
         self.file, self.dialect, self.inputs, self.entry = file, dialect, list(inputs), entry
         self.module_scope: dict[str, Binding] = {k: Binding(v) for k, v in dialect.aliases.items()}
         self.scopes: list[dict[str, Binding]] = [self.module_scope]
-        self.ev = Evaluator(self.lookup)
+        self.ev = Evaluator(self.lookup, standalone=dialect.dialect == "standalone")
         self.functions: list[FunctionInfo] = []
         self.function_stack: list[FunctionInfo] = []
         self.loop_stack: list[LoopInfo] = []

@@ -32,8 +32,10 @@ _PASSTHROUGH_PREFIX = ("nl.", "nisa.")
 
 
 class Evaluator:
-    def __init__(self, lookup: Callable[[str], Binding | None]) -> None:
+    def __init__(self, lookup: Callable[[str], Binding | None], standalone: bool = False) -> None:
         self.lookup = lookup
+        # Standalone nki: nisa calls write into a dst argument and return nothing.
+        self.standalone = standalone
         self.memo: dict[int, tuple[object, frozenset[int], frozenset[str]]] = {}
         self._deps: set[int] = set()
         self._names: set[str] = set()
@@ -292,6 +294,8 @@ class Evaluator:
             return ParDim(pos[0]) if pos and isinstance(pos[0], int) else None
         if name in ("nl.program_id", "nl.num_programs", "nl.program_ndim"):
             return SYM
+        if self.standalone and name.startswith("nisa."):
+            return None
         if name.startswith(_PASSTHROUGH_PREFIX):
             return api_result(name, pos, kw, node)
         return None

@@ -133,3 +133,14 @@ def test_kernels_wrapped_by_a_jit_call_are_kernels():
     (fn,) = result.functions
     assert fn.is_kernel and fn.decorator == "nki.jit()"
     assert [f.rule for f in result.findings] == ["partition-over-128"]  # a [256, 8] load: shapes were bound
+
+
+def test_standalone_dst_first_calls_are_not_read_as_beta_results():
+    src = ("import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
+           "@nki.jit\ndef k(a, b):\n    x = nl.load(a)\n    y = nl.load(b)\n"
+           "    r = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+           "    for i in range(4):\n        nisa.nc_matmul(r, x, y)\n        nisa.activation(r, nl.exp, r)\n")
+    result = analyze(src, inputs=engine_mod.bindings_from({"a": ((128, 128), "float32"), "b": ((128, 512), "float32")}))
+    assert result.dialect.dialect == "standalone"
+    # dst-first: stationary/moving are arguments 1 and 2, both fp32; no beta-only loop rule applies.
+    assert [f.rule for f in result.findings] == ["fp32-matmul-operands"]
