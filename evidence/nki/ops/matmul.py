@@ -123,7 +123,8 @@ def exec_matmul(st, c: Call) -> None:
     if "xv" in c.p:
         a = np.where(c.p["xv"], a, np.float32(0))
         b = np.where(c.p["yv"], b, np.float32(0))
-    r = (a.T @ b).reshape(c.out.shape)  # fp32 products and fp32 accumulation, as in PSUM
+    r = a.T @ b  # fp32 products and fp32 accumulation, as in PSUM
+    r.shape = c.out.shape  # in place: the result owns its data, so set_result need not copy it
     set_result(c.out, r, c.mask)
 
 
