@@ -89,3 +89,23 @@ def test_fp32_operands_are_accepted_when_the_task_tolerance_needs_fp32():
 
     assert "nki.fp32-matmul-operands" in kinds(2e-2)
     assert "nki.fp32-matmul-operands" not in kinds(1e-5)
+
+
+def test_a_crashing_rule_becomes_a_rule_failure_item(monkeypatch):
+    from evidence.static import collectors
+    from evidence.static.rules.hoistable_load import HoistableLoad
+
+    def boom(self, call):
+        raise ValueError("broken rule")
+
+    monkeypatch.setattr(HoistableLoad, "on_call", boom)
+    collectors._analysis.cache_clear()
+    try:
+        items = NkiStaticCollector().collect(load_submission(ROOT / "examples" / "matmul-tiled"))
+    finally:
+        collectors._analysis.cache_clear()
+    failures = [i for i in items if i.kind == "nki.rule_failure"]
+    assert [f.labels["rule"] for f in failures] == ["hoistable-load"]
+    assert "ValueError: broken rule" in failures[0].title
+    assert not any(i.kind == "nki.hoistable-load" for i in items)
+    assert any(i.kind == "nki.small-dma" for i in items)  # the other rules still reported
