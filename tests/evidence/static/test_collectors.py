@@ -101,7 +101,12 @@ def test_a_crashing_rule_becomes_a_rule_failure_item(monkeypatch):
     monkeypatch.setattr(HoistableLoad, "on_call", boom)
     collectors._analysis.cache_clear()
     try:
-        items = NkiStaticCollector().collect(load_submission(ROOT / "examples" / "matmul-tiled"))
+        manifest = Manifest.model_validate({
+            "task": {"id": "mm", "title": "mm"}, "kernel": {"file": "k.py", "entry": "matmul_naive_kernel"},
+            "inputs": [{"name": "lhsT", "shape": [512, 512], "dtype": "bfloat16"},
+                       {"name": "rhs", "shape": [512, 1024], "dtype": "bfloat16"}]})
+        naive = (ROOT / "tests" / "corpus" / "nki" / "pairs" / "matmul_hoist_naive.py").read_text()
+        items = NkiStaticCollector().collect(Submission(manifest=manifest, files={"k.py": naive}))
     finally:
         collectors._analysis.cache_clear()
     failures = [i for i in items if i.kind == "nki.rule_failure"]
