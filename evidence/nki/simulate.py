@@ -73,6 +73,22 @@ def _kernel_line(exc: BaseException, files: dict[str, str]) -> tuple[str | None,
     return where
 
 
+def _inner_site(exc: BaseException, files: dict[str, str]) -> str:
+    """Where the exception was raised when that is simulator code, to tell simulator gaps from kernel bugs."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is None or last.tb_frame.f_code.co_filename in files:
+        return ""
+    name = last.tb_frame.f_code.co_filename
+    marker = os.sep + "evidence" + os.sep + "nki" + os.sep
+    if marker not in name:
+        return ""
+    return f" (raised in simulator code evidence/nki/{name.split(marker, 1)[1]}:{last.tb_lineno})"
+
+
 def _as_numpy(x):
     if isinstance(x, Tensor):
         return x.alloc.data if x.adv is None and x.data is x.alloc.data else np.array(x.read())
@@ -119,7 +135,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
         raise
     except Exception as exc:
         file, line = _kernel_line(exc, files)
-        err = KernelError("python_error", f"{type(exc).__name__}: {exc}", file, line)
+        err = KernelError("python_error", f"{type(exc).__name__}: {exc}{_inner_site(exc, files)}", file, line)
         err.report = build_report(st)
         raise err from exc
     finally:

@@ -85,7 +85,7 @@ def op_mask(st, mask) -> np.ndarray | None:
     try:
         return mask_array(mask)
     except Exception as exc:
-        raise st.error(getattr(exc, "code", "err_unsupported_expression_in_mask"), str(exc)) from exc
+        raise st.error(getattr(exc, "code", "err_unsupported_expression_in_mask"), getattr(exc, "message", str(exc))) from exc
 
 
 # --- shapes and values -------------------------------------------------------------------
