@@ -131,7 +131,9 @@ class Tensor:
         _dispatch.call("assign", (self, key, value), {})
 
     # --- views and casts (tensor methods) ------------------------------------------------
-    def reshape(self, *shape) -> Tensor:
+    def reshape(self, *shape, **kw) -> Tensor:
+        if "shape" in kw:
+            shape = (kw["shape"],)
         return _dispatch.call("reshape", (self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), {})
 
     def view(self, dtype) -> Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from evidence.nki import dtypes as _dt
@@ -26,6 +27,15 @@ class _FP32Limits:
 
 
 fp32 = _FP32Limits()
+
+
+def finfo(dtype):
+    """Limits of a float dtype (nl.finfo(nl.bfloat16).min ...)."""
+    return ml_dtypes.finfo(_dt.storage(_dt.resolve(dtype)))
+
+
+def iinfo(dtype):
+    return np.iinfo(_dt.storage(_dt.resolve(dtype)))
 
 
 class Buffer:

@@ -442,3 +442,20 @@ def test_operand_masks_in_subscripts_limit_the_matmul():
     full = a.T.astype(np.float64) @ b
     np.testing.assert_allclose(out[:64, :256], full[:64, :256], rtol=1e-4, atol=1e-4)
     assert (out[64:] == 0).all() and (out[:, 256:] == 0).all()  # not computed: the zeros stay
+
+
+def test_finfo_reshape_keyword_and_numpy_integer_indices():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((2, 3), dtype=a.dtype, buffer=nl.shared_hbm)
+            flat = a.reshape(shape=(2, 12))
+            rows, cols = nl.mgrid[0:2, 0:3]
+            picks = np.array([5, 0, 11], dtype=np.int32)
+            t = nl.full((2, 3), fill_value=nl.finfo(a.dtype).min, dtype=a.dtype)
+            for i in nl.static_range(3):
+                t[rows, i] = nl.load(flat[rows, picks[i]])
+            nl.store(out, value=t)
+            return out
+    """
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(_run(body, a).outputs[0], a.reshape(2, 12)[:, [5, 0, 11]])
