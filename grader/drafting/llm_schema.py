@@ -121,7 +121,8 @@ class Verdict(BaseModel):
 
     score: Union[int, Literal["not_applicable"]]  # noqa: UP007 - narrowed per criterion
     rationale: str = Field(min_length=1, description="Why this level: the deciding evidence ids and what is missing for the next level")
-    citations: list[CitedEvidence] = Field(default_factory=list)
+    # Required (no default) so grammar-constrained providers always emit it; may be empty only for not_applicable.
+    citations: list[CitedEvidence] = Field(description="Evidence the score stands on; at least one for a score")
     confidence: float = Field(ge=0, le=1)
 
     @field_validator("rationale")
