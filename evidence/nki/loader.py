@@ -167,12 +167,16 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
     module.__nki_display__ = display
     code = compile(tree, filename, "exec")
     with shim_imports():
+        # registered while it executes (dataclasses and typing look the module up), removed afterwards
+        sys.modules[module.__name__] = module
         try:
             exec(code, module.__dict__)
         except Exception as exc:
             line = _kernel_line(exc, filename)
             kind = "import_error" if isinstance(exc, ImportError) else "python_error"
             raise KernelLoadError(kind, f"{type(exc).__name__}: {exc}", display, line) from exc
+        finally:
+            sys.modules.pop(module.__name__, None)
     return module
 
 

@@ -132,3 +132,34 @@ def test_dst_keyword_on_a_compute_instruction_is_the_new_dialect():
     with pytest.raises(UnsupportedDialectError) as info:
         load_kernel(src)
     assert info.value.line == 6 and "tensor_copy(dst=...)" in info.value.message
+
+
+def test_dataclasses_and_trace_mode_helper_kernels_in_kernel_files():
+    src = """
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Config:
+    scale: float = 2.0
+
+@nki.jit(mode="trace")
+def scale_into(dst, src, factor):
+    dst[...] = nl.multiply(src, factor)
+
+@nki.jit
+def kernel(a, config=None):
+    config = config or Config()
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype)
+    scale_into(t, nl.load(a), config.scale)
+    nl.store(out, value=t)
+    return out
+"""
+    before = set(sys.modules)
+    mod = load_kernel(src)
+    assert set(sys.modules) == before  # the module is registered only while it executes
+    a = np.ones((4, 4), np.float32)
+    np.testing.assert_array_equal(simulate(mod.kernel, a).outputs[0], 2 * a)
+    np.testing.assert_array_equal(simulate(mod.kernel, a, config=mod.Config(3.0)).outputs[0], 3 * a)
