@@ -456,6 +456,8 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
     if len(key) > len(shape):
         raise _state.current().error("err_exceed_max_supported_dimension", f"too many indices for {t!r}")
     dropped_before_p = 0
+    onchip = t.alloc.buffer in ONCHIP
+    keep = []
     for i, k in enumerate(key):
         n = shape[i]
         if isinstance(k, int):
@@ -465,6 +467,8 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
                 )
             if i < t.pdim:
                 dropped_before_p += 1
+            elif onchip:
+                keep.append(i)  # an integer on a tile's partition/free axis keeps it as a unit axis: x[:, 0] is [P, 1]
         elif isinstance(k, slice):
             start, stop = k.start, k.stop
             if (stop is not None and stop > n) or (start is not None and start > n):
@@ -474,6 +478,8 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
                 )
             if i == t.pdim and t.alloc.buffer in ONCHIP and t.data is t.alloc.data and (start or k.step not in (None, 1)):
                 _partition_start_rule(t, k, n)
+    if keep:
+        key = tuple(slice(k % shape[i], k % shape[i] + 1) if i in keep else k for i, k in enumerate(key))
     data = t.data[key]
     pd = max(t.pdim - dropped_before_p, 0)
     return Tensor(

@@ -459,3 +459,21 @@ def test_finfo_reshape_keyword_and_numpy_integer_indices():
     """
     a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     np.testing.assert_array_equal(_run(body, a).outputs[0], a.reshape(2, 12)[:, [5, 0, 11]])
+
+
+def test_integer_on_a_tile_free_axis_keeps_a_unit_axis():
+    body = """
+        def update(l_col, m_blk):
+            l_col[:, 0] = nl.add(l_col[:, 0], m_blk[:, 0])       # l_col is l_buffer[:, i]: still [P, 1]
+
+        def kernel(a):
+            out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+            l_buffer = nl.zeros((128, 4), dtype=nl.float32)
+            m_buffer = nl.full((2, nl.par_dim(128), 1), fill_value=1.0, dtype=nl.float32)
+            for i in nl.affine_range(4):
+                assert tuple(l_buffer[:, i].shape) == (128, 1) and tuple(m_buffer[1].shape) == (128, 1)
+                update(l_buffer[:, i], m_buffer[i % 2])
+            nl.store(out, value=l_buffer)
+            return out
+    """
+    np.testing.assert_array_equal(_run(body, np.zeros((1, 1), np.float32)).outputs[0], 1.0)
