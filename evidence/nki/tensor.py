@@ -64,7 +64,8 @@ class Alloc:
 class Tensor:
     """A view of an allocation. Arithmetic operators dispatch to the element-wise ops."""
 
-    __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh")
+    __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
+                 "reduce_op")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -80,6 +81,7 @@ class Tensor:
         self.adv = adv
         self.valid = None  # bool mask of the elements a masked instruction produced
         self.fresh = False  # an instruction's result not yet bound to a destination
+        self.reduce_op = None  # loop_reduce result: assigning it combines with the destination
 
     @classmethod
     def whole(cls, alloc: Alloc) -> Tensor:

@@ -77,13 +77,16 @@ def check_load(st, src, *, mask=None, dtype=None, **_):
     check_partitions(st, src.shape, "load", "result")
     c.mask = op_mask(st, mask)
     c.ins = [src]
-    c.out = c.result = fresh(st, src.shape, resolve_dtype(st, dtype, src.dtype))
+    # a tile has a partition and a free axis: a 1-D slice loads as [P, 1], a single element as [1, 1]
+    shape = tuple(src.shape) + (1,) * max(0, 2 - len(src.shape))
+    c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, src.dtype))
     track_load(st, src, c.mask)
     return c
 
 
 def exec_load(st, c: Call) -> None:
-    set_result(c.out, c.ins[0].read(c.mask), c.mask)
+    v = c.ins[0].read(c.mask)
+    set_result(c.out, v.reshape(c.out.shape) if v.shape != c.out.shape else v, c.mask)
 
 
 def check_store(st, dst, value=None, *, mask=None, **kw):
@@ -222,6 +225,8 @@ def exec_assign(st, c: Call) -> None:
         return
     if isinstance(v, Tensor):
         arr = fit(st, v.read(), v.shape, view.shape, "assign")
+        if v.reduce_op is not None:  # dst[...] = nl.loop_reduce(x, op): dst = op(dst, x)
+            arr = v.reduce_op(f32(view), dtypes.to_f32(arr))
         view.write(arr, v.valid)
         v.fresh = False
     else:

@@ -229,7 +229,11 @@ _TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*=\s*[\w.]*loop_reduc
 
 
 def check_loop_reduce(st, x, op, loop_indices=None, *, dtype=None, mask=None, **_):
-    """nl.loop_reduce: the assignment target is also the right-hand operand of `op`."""
+    """nl.loop_reduce: the assignment target is also the right-hand operand of `op`.
+
+    `b[...] = nl.loop_reduce(a, op)` returns a tile the assignment combines into b[...];
+    `b = nl.loop_reduce(a, op)` names its target only in the source line, which is read here.
+    """
     import linecache
     import sys
 
@@ -238,22 +242,28 @@ def check_loop_reduce(st, x, op, loop_indices=None, *, dtype=None, mask=None, **
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename not in st.files:
         f = f.f_back
-    dst = None
-    if f is not None:
-        m = _TARGET.match(linecache.getline(f.f_code.co_filename, f.f_lineno))
-        if m and isinstance(f.f_locals.get(m.group(1)), Tensor):
-            dst = f.f_locals[m.group(1)]
-    if dst is None:
-        raise st.error("err_loop_reduce_target", "loop_reduce needs an existing tile as its assignment target (b = nl.loop_reduce(a, ...))")
+    m = _TARGET.match(linecache.getline(f.f_code.co_filename, f.f_lineno)) if f is not None else None
     c = Call("loop_reduce", "vector")
     c.mask = op_mask(st, mask)
-    c.ins = [x, dst]
     c.p["fn"] = fn
+    if m and m.group(2):  # subscript target: the assignment does the combine
+        c.ins = [x]
+        c.out = c.result = fresh(st, x.shape, resolve_dtype(st, dtype, x.dtype))
+        c.out.reduce_op = fn
+        return c
+    dst = f.f_locals.get(m.group(1)) if m else None
+    if not isinstance(dst, Tensor):
+        raise st.error("err_loop_reduce_target",
+                       "loop_reduce needs an existing tile as its assignment target (b = nl.loop_reduce(a, ...))")
+    c.ins = [x, dst]
     c.out = c.result = dst
     return c
 
 
 def exec_loop_reduce(st, c: Call) -> None:
+    if len(c.ins) == 1:
+        set_result(c.out, f32(c.ins[0], c.mask), c.mask)
+        return
     x, dst = c.ins
     dst.write(np.broadcast_to(c.p["fn"](f32(dst), lead_align(f32(x, c.mask), len(dst.shape))), dst.shape))
 

@@ -477,3 +477,24 @@ def test_integer_on_a_tile_free_axis_keeps_a_unit_axis():
             return out
     """
     np.testing.assert_array_equal(_run(body, np.zeros((1, 1), np.float32)).outputs[0], 1.0)
+
+
+def test_loop_reduce_into_a_subscript_and_single_element_loads():
+    body = """
+        def kernel(a, seed):
+            out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            s = nl.load(seed[0])                                  # one element: a [1, 1] tile
+            offset_seed = nl.add(s[0, 0], 5)
+            nl.random_seed(seed=offset_seed)
+            red = nl.zeros((2, nl.par_dim(128), 64), dtype=nl.float32)
+            for k in nl.affine_range(3):
+                for j in nl.affine_range(2):
+                    x = nl.multiply(nl.load(a[j]), k + 1.0)
+                    red[j, :, :] = nl.loop_reduce(x, op=np.maximum, loop_indices=(k,), dtype=nl.float32)
+            for j in nl.affine_range(2):
+                nl.store(out[j], value=red[j, :, :])
+            return out
+    """
+    a = RNG.uniform(0.5, 1.0, (2, 128, 64)).astype(np.float32)
+    out = _run(body, a, np.array([3], np.int32)).outputs[0]
+    np.testing.assert_allclose(out, 3 * a, rtol=1e-6)
