@@ -482,6 +482,7 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
                 _partition_start_rule(t, k, n)
     if keep:
         key = tuple(slice(k % shape[i], k % shape[i] + 1) if i in keep else k for i, k in enumerate(key))
+    key = key + (Ellipsis,)  # all-integer keys still give (0-d) views, not scalars
     data = t.data[key]
     pd = max(t.pdim - dropped_before_p, 0)
     return Tensor(
