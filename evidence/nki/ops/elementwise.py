@@ -264,21 +264,28 @@ def check_isa_reciprocal(st, data, *, dtype=None, mask=None, **_):
 
 
 def check_where(st, condition, x, y, *, dtype=None, mask=None, **_):
-    cond = tile(st, condition, "where", "condition")
+    pred = condition.a if isinstance(condition, MaskExpr) else None  # an affine predicate works too
+    cond = None if pred is not None else tile(st, condition, "where", "condition")
     xs = [_operand(st, v, "where", n) for v, n in ((x, "x"), (y, "y"))]
-    tiles = [cond] + [t for t in xs if isinstance(t, Tensor)]
+    tiles = ([cond] if cond is not None else []) + [t for t in xs if isinstance(t, Tensor)]
+    if not tiles:
+        raise st.error("err_invalid_operand", "'where' needs a tile among condition, x and y")
     c = Call("where", "vector")
     c.mask = op_mask(st, mask)
     c.ins = tiles
-    c.p["xy"] = xs
+    c.p.update(xy=xs, pred=pred)
     shape = bshape(st, [t.shape for t in tiles], "where")
     c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, dtypes.promote(scalar_dtype(xs[0]), scalar_dtype(xs[1]))))
     return c
 
 
 def exec_where(st, c: Call) -> None:
-    nd = len(c.out.shape)
-    cond = lead_align(c.ins[0].read(c.mask), nd).astype(bool)
+    shape = c.out.shape
+    nd = len(shape)
+    if c.p["pred"] is not None:
+        cond = np.broadcast_to(_fit_mask(c.p["pred"], shape), shape)
+    else:
+        cond = lead_align(c.ins[0].read(c.mask), nd).astype(bool)
     a, b = _values(c.p["xy"], nd, False, c.mask)
     set_result(c.out, np.where(cond, a, b), c.mask)
 

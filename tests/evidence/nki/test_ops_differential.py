@@ -213,6 +213,8 @@ ROWS.update({
     "nisa.dropout": (lambda t: nisa.dropout(t, 0.0), (X,), lambda a: a, 0, 0),
     "dropout": (lambda t: nl.dropout(t, 1.0), (X,), lambda a: np.zeros_like(a), 0, 0),
     "where": (lambda t, u: nl.where(nl.greater(t, 0.0), t, u), (X, Y), lambda a, b: np.where(a > 0, a, b), 0, 0),
+    "where_affine": (lambda t: nl.where(nl.arange(P)[:, None] >= nl.arange(F)[None, :], t, 0.0), (X,),
+                     lambda a: np.where(np.arange(P)[:, None] >= np.arange(F)[None, :], a, 0.0), 0, 0),
     "softmax": (lambda t: nl.softmax(t, axis=1), (X,), lambda a: np.exp(a - a.max(1, keepdims=True)) / np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True), 1e-5, 1e-7),
     "rms_norm": (lambda t, w: nl.rms_norm(t, w, axis=1, n=F), (X, Y[0:1].copy()),
                  lambda a, w: a / np.sqrt((a * a).mean(1, keepdims=True) + 1e-6) * w, 1e-5, 1e-6),
