@@ -225,6 +225,57 @@ def exec_max8(st, c: Call) -> None:
     set_result(c.out, -np.sort(-v, axis=1)[:, :8])
 
 
+def check_find_index8(st, *, data, vals, dtype=None, mask=None, **_):
+    data = tile(st, data, "nc_find_index8", "data")
+    vals = tile(st, vals, "nc_find_index8", "vals")
+    if free_size(vals.shape) != 8:
+        raise st.error("err_size_of_dimension_exceed_arch_limit", f"'vals' of nc_find_index8 must hold 8 values per partition, got {list(vals.shape)}")
+    c = Call("nisa.nc_find_index8", "vector")
+    c.ins = [data, vals]
+    c.out = c.result = fresh(st, (data.shape[0], 8), resolve_dtype(st, dtype, dtypes.uint32))
+    return c
+
+
+def _first_matches(d: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per partition, the index of the first element equal to each value (distinct positions)."""
+    idx = np.zeros(v.shape, dtype=np.int64)
+    for p in range(d.shape[0]):
+        taken = np.zeros(d.shape[1], bool)
+        for j in range(v.shape[1]):
+            hits = np.flatnonzero((d[p] == v[p, j]) & ~taken)
+            idx[p, j] = hits[0] if hits.size else 0
+            if hits.size:
+                taken[hits[0]] = True
+    return idx
+
+
+def exec_find_index8(st, c: Call) -> None:
+    d = f32(c.ins[0]).reshape(c.ins[0].shape[0], -1)
+    set_result(c.out, _first_matches(d, f32(c.ins[1]).reshape(d.shape[0], 8)))
+
+
+def check_match_replace8(st, *, data, vals, imm, dst_idx=None, dtype=None, mask=None, **_):
+    data = tile(st, data, "nc_match_replace8", "data")
+    vals = tile(st, vals, "nc_match_replace8", "vals")
+    c = Call("nisa.nc_match_replace8", "vector")
+    c.ins = [data, vals]
+    c.p.update(imm=imm, dst_idx=dst_idx)
+    c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
+    if dst_idx is not None and st.trace_only:
+        dst_idx.write(np.zeros(()))
+    return c
+
+
+def exec_match_replace8(st, c: Call) -> None:
+    data = c.ins[0]
+    d = f32(data).reshape(data.shape[0], -1).copy()
+    idx = _first_matches(d, f32(c.ins[1]).reshape(d.shape[0], 8))
+    np.put_along_axis(d, idx, np.float32(c.p["imm"]), axis=1)
+    set_result(c.out, d.reshape(data.shape))
+    if c.p["dst_idx"] is not None:
+        c.p["dst_idx"].write(idx.reshape(c.p["dst_idx"].shape))
+
+
 _TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*=\s*[\w.]*loop_reduce\(")
 
 
@@ -277,4 +328,6 @@ OPS = table(
     Op("nisa.bn_aggr", check_bn_aggr, exec_bn_aggr, lambda st, c: max(MIN_II, 13 * free_size(c.ins[0].shape) / 3)),
     Op("nisa.max8", check_max8, exec_max8, lambda st, c: free_size(c.ins[0].shape)),
     Op("loop_reduce", check_loop_reduce, exec_loop_reduce, cost_stream),
+    Op("nisa.nc_find_index8", check_find_index8, exec_find_index8, lambda st, c: free_size(c.ins[0].shape)),
+    Op("nisa.nc_match_replace8", check_match_replace8, exec_match_replace8, lambda st, c: free_size(c.ins[0].shape)),
 )

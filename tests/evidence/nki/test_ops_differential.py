@@ -167,6 +167,12 @@ def _shuffle_ref(a):
     return out
 
 
+def _replace_top8(a):
+    out = a.copy()
+    np.put_along_axis(out, np.argsort(-a, axis=1, kind="stable")[:, :8], -100.0, axis=1)
+    return out
+
+
 # name -> (kernel fn over tiles, inputs, reference over float64 inputs, rtol, atol)
 ROWS: dict[str, tuple] = {}
 for _n, (_f, _x) in UNARY_REF.items():
@@ -224,6 +230,10 @@ ROWS.update({
     "shared_constant": (_constants, (X,), lambda a: a + 2.0, 1e-6, 1e-6),
     "expand_dims": (_expand_dims, (COL,), lambda c: 2 * c, 1e-6, 0),
     "nisa.nc_stream_shuffle": (_stream_shuffle, (X,), _shuffle_ref, 0, 0),
+    "nisa.nc_find_index8": (lambda t: nisa.nc_find_index8(data=t, vals=nisa.max8(src=t)), (X,),
+                            lambda a: np.argsort(-a, axis=1, kind="stable")[:, :8], 0, 0),
+    "nisa.nc_match_replace8": (lambda t: nisa.nc_match_replace8(data=t, vals=nisa.max8(src=t), imm=-100.0), (X,),
+                               _replace_top8, 0, 0),
     "nc_matmul_double_row": (
         lambda s, t: nisa.nc_matmul(s.reshape((P, 2, 32)).astype(nl.float8_e4m3),
                                     t.reshape((P, 2, 32)).astype(nl.float8_e4m3), perf_mode="double_row_gen3"),
