@@ -169,12 +169,12 @@ def _post_checks(st, ret, wrapped, wkw) -> None:
                 written = np.count_nonzero(stamp >= 0)
                 if written == 0:
                     st.findings[("unwritten", id(r.alloc))] = _state.Finding(
-                        "err_tensor_output_not_written_to", f"output {list(r.shape)} is never written", None, 0, "high")
+                        "err_tensor_output_not_written_to", f"output {list(r.shape)} is never written", *r.alloc.site, "high")
                 elif written < stamp.size:
                     st.findings[("partial", id(r.alloc))] = _state.Finding(
                         "output_not_fully_written",
                         f"only {written} of {stamp.size} elements of output {list(r.shape)} are written "
-                        "(the rest is garbage on hardware)", None, 0, "high")
+                        "(the rest is garbage on hardware)", *r.alloc.site, "high")
 
 
 def _outputs(st, ret, params):

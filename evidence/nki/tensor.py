@@ -28,7 +28,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
-                 "mutable", "pdim", "state", "held", "reported", "dep_reported", "__weakref__")
+                 "mutable", "pdim", "state", "held", "reported", "dep_reported", "site", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -43,6 +43,7 @@ class Alloc:
         self.lmask = None
         self.reported = False  # uninitialised read already reported
         self.dep_reported = False  # output dependency already reported
+        self.site = (None, 0)  # kernel file:line that created it (HBM tensors)
         self.state = st
         if data is None:
             data = _dummy(shape, dt) if st.trace_only else dtypes.fill_uninitialised(shape, dt)

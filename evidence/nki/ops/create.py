@@ -93,6 +93,7 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
             return Tensor.whole(alloc)
     alloc = Alloc(st, buf, shape, dt, None, 0, name)
     alloc.stamp = np.full(shape, -1, dtype=np.int32)
+    alloc.site = st.where()
     if buf == "shared_hbm":
         st.shared.append(alloc)
         st.shared_next += 1

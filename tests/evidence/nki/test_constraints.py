@@ -342,14 +342,14 @@ def test_sbuf_and_psum_capacity_are_findings_not_errors():
 def test_output_not_written_and_partially_written():
     body = """
         def kernel(a):
-            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)  # <-
             out2 = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
             nl.store(out2[:, 0:100], value=nl.load(a[:, 0:100]))
             return out, out2
     """
-    found, _, _ = _findings(body, B)
-    codes = {c for c, _ in found}
-    assert {"err_tensor_output_not_written_to", "output_not_fully_written"} <= codes
+    found, src, _ = _findings(body, B)
+    line = marked_line(src)
+    assert {("err_tensor_output_not_written_to", line), ("output_not_fully_written", line + 1)} <= found
 
 
 def test_valid_kernels_get_no_findings_or_errors():
