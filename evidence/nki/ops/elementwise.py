@@ -333,14 +333,16 @@ def check_inplace(st, t, o, opname):
 
 
 def exec_inplace(st, c: Call) -> None:
-    t, o = c.out, c.p["o"]
-    nd = len(t.shape)
-    cur = f32(t)
-    other = lead_align(f32(o), nd) if isinstance(o, Tensor) else np.float32(o)
-    if isinstance(o, Tensor) and o.valid is not None:
-        other = np.where(o.valid, other, np.float32(0))
-    t.write(np.broadcast_to(c.p["fn"](cur, other), t.shape))
-    if isinstance(o, Tensor):
+    t, o, fn = c.out, c.p["o"], c.p["fn"]
+    is_tile = isinstance(o, Tensor)
+    other = lead_align(f32(o), len(t.shape)) if is_tile else np.float32(o)
+    valid = o.valid if is_tile else None  # elements a masked instruction did not produce stay as they are
+    if (valid is None and t.adv is None and t.alloc.wmask is None and t.stamp is None and t.data.dtype == np.float32
+            and (not is_tile or other.shape == t.shape)):
+        fn(t.data, other, out=t.data)  # fp32 accumulation in place (the PSUM `+=` hot path)
+    else:
+        t.write(np.broadcast_to(fn(f32(t), other), t.shape), valid)
+    if is_tile:
         o.fresh = False
 
 
