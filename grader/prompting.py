@@ -22,13 +22,13 @@ from typing import Any, Callable
 
 import jinja2
 
+from evidence.static.injection_collector import INJECTION_KIND
 from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, Location
 from evidence.submission import Submission
 from grader.rubric import Criterion, EvidenceRule, Rubric
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 TEMPLATES = ("system.j2", "criterion.j2", "output_contract.j2")
-INJECTION_KIND = "injection.attempt"
 
 TokenCounter = Callable[[list[dict[str, str]]], int]
 

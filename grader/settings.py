@@ -23,6 +23,18 @@ class Settings(BaseSettings):
     budget_usd: float | None = None  # per draft
     cache_dir: Path = Path(".grader-cache")
     use_cache: bool = True
+    llm_mode: str = "tools"  # instructor mode: tools | json | md_json
+    api_key: str | None = None  # otherwise the provider's usual variable (OPENAI_API_KEY, ...)
+    max_prompt_tokens: int = Field(default=6000, ge=500)
+    # The one retry policy (grader/drafting/retry.py): transport retries, then validation re-asks.
+    retry_attempts: int = Field(default=4, ge=1)
+    retry_backoff_s: float = Field(default=0.5, ge=0)
+    retry_backoff_max_s: float = Field(default=8.0, ge=0)
+    retry_deadline_s: float | None = None  # default: max(120 s, 2 x timeout_s)
+    max_reasks: int = Field(default=2, ge=0)
+    # Prices for models missing from litellm's table (USD per million tokens), for the budget.
+    input_cost_per_mtok: float | None = None
+    output_cost_per_mtok: float | None = None
 
     # Submission limits (bytes).
     max_file_bytes: int = 256 * 1024

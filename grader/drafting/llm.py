@@ -37,6 +37,7 @@ from grader.drafting.sampling import SampleResult, reduce_samples, to_citations
 from grader.errors import GraderError
 from grader.prompting import PackedPrompt, litellm_counter, messages_hash, pack_criterion
 from grader.rubric import Criterion, Rubric
+from grader.settings import Settings
 
 LLM_DRAFTER_VERSION = "1.0.0"
 RAW_TEXT_LIMIT = 20_000  # characters of a raw reply kept in the record
@@ -167,21 +168,20 @@ class LLMDrafter:
     name = "llm"
     version = LLM_DRAFTER_VERSION
 
-    def __init__(self, settings: Any) -> None:
-        if not getattr(settings, "model", None):
+    def __init__(self, settings: Settings) -> None:
+        if not settings.model:
             raise GraderError("the llm drafter needs a model: pass --model or set GRADER_MODEL")
         self.settings = settings
         self.model: str = settings.model
         self.policy = RetryPolicy.from_settings(settings)
-        self.samples = int(getattr(settings, "samples", 1))
-        self.temperature = float(getattr(settings, "temperature", 0.0))
-        self.seed = int(getattr(settings, "seed", 7))
-        self.max_concurrency = int(getattr(settings, "max_concurrency", 8))
-        self.max_prompt_tokens = int(getattr(settings, "max_prompt_tokens", 6000))
-        self.mode_name = str(getattr(settings, "llm_mode", "tools")).lower()
-        self.cache = SampleCache(getattr(settings, "cache_dir", ".grader-cache"), bool(getattr(settings, "use_cache", True)))
-        self.endpoint = {k: v for k, v in (("api_base", getattr(settings, "api_base", None)),
-                                           ("api_key", getattr(settings, "api_key", None))) if v}
+        self.samples = settings.samples
+        self.temperature = settings.temperature
+        self.seed = settings.seed
+        self.max_concurrency = settings.max_concurrency
+        self.max_prompt_tokens = settings.max_prompt_tokens
+        self.mode_name = settings.llm_mode.lower()
+        self.cache = SampleCache(settings.cache_dir, settings.use_cache)
+        self.endpoint = {k: v for k, v in (("api_base", settings.api_base), ("api_key", settings.api_key)) if v}
         self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
     # -- public ------------------------------------------------------------------------------
@@ -190,7 +190,7 @@ class LLMDrafter:
 
     async def adraft(self, submission: Submission, bundle: EvidenceBundle, rubric: Rubric) -> Draft:
         """Concurrent drafting of all criteria; drafts sharing one event loop share the concurrency bound."""
-        ledger = Ledger(getattr(self.settings, "budget_usd", None))
+        ledger = Ledger(self.settings.budget_usd)
         counter = litellm_counter(self.model)
         outcomes = await asyncio.gather(*(self._criterion(c, submission, bundle, rubric, ledger, counter) for c in rubric.criteria))
         criteria = [o[0] for o in outcomes]
@@ -208,8 +208,8 @@ class LLMDrafter:
             "samples": self.samples, "temperature": self.temperature, "seed": self.seed, "mode": self.mode_name,
             "max_reasks": self.policy.reasks, "transport_attempts": self.policy.transport_attempts,
             "timeout_s": self.policy.timeout_s, "deadline_s": self.policy.deadline_s,
-            "max_prompt_tokens": self.max_prompt_tokens, "budget_usd": getattr(self.settings, "budget_usd", None),
-            "api_base": getattr(self.settings, "api_base", None),
+            "max_prompt_tokens": self.max_prompt_tokens, "budget_usd": self.settings.budget_usd,
+            "api_base": self.settings.api_base,
             "served_models": sorted({r["model"] for r in raws if r.get("model")}),
             "fingerprints": sorted({r["system_fingerprint"] for r in raws if r.get("system_fingerprint")}),
         })

@@ -11,6 +11,11 @@ Three layers could retry a failed model call: litellm (num_retries), the OpenAI 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.settings import Settings
+
 import asyncio
 from dataclasses import dataclass
 from typing import Any
@@ -57,15 +62,16 @@ class RetryPolicy:
     reasks: int = 2  # instructor re-asks after a reply fails validation
 
     @classmethod
-    def from_settings(cls, settings: Any) -> RetryPolicy:
-        timeout = float(getattr(settings, "timeout_s", cls.timeout_s))
+    def from_settings(cls, settings: Settings) -> RetryPolicy:
+        timeout = settings.timeout_s
+        deadline = settings.retry_deadline_s
         return cls(
-            transport_attempts=int(getattr(settings, "retry_attempts", cls.transport_attempts)),
-            backoff_s=float(getattr(settings, "retry_backoff_s", cls.backoff_s)),
-            backoff_max_s=float(getattr(settings, "retry_backoff_max_s", cls.backoff_max_s)),
-            deadline_s=float(getattr(settings, "retry_deadline_s", max(cls.deadline_s, 2 * timeout))),
+            transport_attempts=settings.retry_attempts,
+            backoff_s=settings.retry_backoff_s,
+            backoff_max_s=settings.retry_backoff_max_s,
+            deadline_s=deadline if deadline is not None else max(cls.deadline_s, 2 * timeout),
             timeout_s=timeout,
-            reasks=int(getattr(settings, "max_reasks", cls.reasks)),
+            reasks=settings.max_reasks,
         )
 
     def _wait(self, state: RetryCallState) -> float:

@@ -8,6 +8,7 @@ never falls back to a middle score.
 from __future__ import annotations
 
 from evidence.model import EvidenceBundle, EvidenceItem, kind_matches
+from evidence.static.injection_collector import INJECTION_KIND
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
@@ -46,6 +47,15 @@ def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tupl
     return max(lo, min(hi, score)), steps
 
 
+def reviewer_flags(bundle: EvidenceBundle) -> tuple[Flag, ...]:
+    """What a reviewer must know whatever the score: missing analyzers, text that addresses the grader."""
+    flags = [Flag(code="analyzer_failure", message=f"{f.analyzer} failed: {f.message}", evidence_id=f.id)
+             for f in bundle.failures]
+    flags += [Flag(code="injection_attempt", message=f"{i.title} ({i.location})", evidence_id=i.id)
+              for i in bundle.of_kind(INJECTION_KIND)]
+    return tuple(flags)
+
+
 def draft_criterion(criterion: Criterion, submission: Submission, bundle: EvidenceBundle, rubric: Rubric) -> CriterionDraft:
     reason = not_applicable_reason(criterion, submission)
     if reason:
@@ -69,10 +79,7 @@ def draft_criterion(criterion: Criterion, submission: Submission, bundle: Eviden
             cited.setdefault(item.id, _cite(item))
     for item in outcome.basis[:MAX_BASIS_CITATIONS]:
         cited.setdefault(item.id, _cite(item))
-    flags = tuple(
-        Flag(code="analyzer_failure", message=f"{f.analyzer} failed: {f.message}", evidence_id=f.id)
-        for f in bundle.failures
-    )
+    flags = reviewer_flags(bundle)
     # Confidence reflects how much of the criterion's basis the evidence covered, not the score.
     covered = sum(any(kind_matches(k, i.kind) for i in outcome.basis) for k in criterion.basis)
     confidence = round(0.5 + 0.5 * covered / max(1, len(criterion.basis)), 3)

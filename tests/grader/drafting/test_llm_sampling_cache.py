@@ -7,6 +7,7 @@ import time
 from grader.drafting.cache import SampleCache, cache_key
 from grader.drafting.llm import LLMDrafter
 from grader.drafting.llm_schema import verdict_model
+from grader.settings import Settings
 from grader.drafting.retry import RetryPolicy, is_transient
 from grader.drafting.sampling import SampleResult, reduce_samples, to_citations
 from tests.fakes import llm_case as case
@@ -121,10 +122,5 @@ def test_retry_policy_classification_and_settings() -> None:
     assert is_transient(Status(429)) and is_transient(Status(503)) and is_transient(TimeoutError())
     assert not is_transient(Status(400)) and not is_transient(Status(401)) and not is_transient(ValueError())
 
-    class S:
-        timeout_s = 5.0
-        retry_attempts = 6
-        max_reasks = 1
-
-    p = RetryPolicy.from_settings(S())
+    p = RetryPolicy.from_settings(Settings(timeout_s=5.0, retry_attempts=6, max_reasks=1))
     assert (p.transport_attempts, p.reasks, p.timeout_s, p.deadline_s) == (6, 1, 5.0, 120.0)
