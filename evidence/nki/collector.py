@@ -69,6 +69,12 @@ def _safe_rel(rel: str) -> PurePosixPath:
     return p
 
 
+def _headline(prefix: str, code: str, message: str) -> str:
+    """A title a reviewer can read in a list: the code plus the first line of the message."""
+    first = (message.strip().splitlines() or [""])[0]
+    return f"{prefix}: {code}" + (f" — {first[:160]}" if first else "")
+
+
 class SimulationCollector(Collector):
     name = "nki-simulator"
     version = "1"
@@ -183,7 +189,7 @@ class SimulationCollector(Collector):
             crit = ("kernel_correctness", "neuron_platform") + (("tiling",) if code in _TILING_CODES or "psum" in
                                                                 err.get("message", "").lower() else ())
             out.append(self._item(
-                "sim.error", (code,), Severity.critical, f"Simulation stopped: {code}", crit,
+                "sim.error", (code,), Severity.critical, _headline("Simulation stopped", code, err.get("message", "")), crit,
                 location=self._loc(submission, err.get("file"), int(err.get("line") or 0)) or entry_loc,
                 detail=err.get("message", ""), labels={"code": code, "message": err.get("message", "")[:500]}))
         report = result.get("report")
@@ -192,7 +198,7 @@ class SimulationCollector(Collector):
                 code = f["code"]
                 out.append(self._item(
                     "sim.finding", (code, f.get("file"), f.get("line") or None), FINDING_SEVERITY.get(code, Severity.medium),
-                    f"Simulator finding: {code}", FINDING_CRITERIA.get(code, ("kernel_correctness",)),
+                    _headline("Simulator finding", code, f.get("message", "")), FINDING_CRITERIA.get(code, ("kernel_correctness",)),
                     location=self._loc(submission, f.get("file"), int(f.get("line") or 0)) or entry_loc,
                     detail=f.get("message", ""), labels={"code": code, "message": f.get("message", "")[:500]}))
         if status == "ok" and report:
