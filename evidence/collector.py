@@ -6,13 +6,14 @@ crash in one becomes an `AnalyzerFailure` and the others still report (DESIGN §
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from evidence.model import EvidenceItem
 from evidence.submission import Submission
 
 
-class Collector:
+class Collector(ABC):
     """Subclass, set the class attributes, implement `collect`. Abstract bases set `abstract = True`."""
 
     abstract: ClassVar[bool] = True
@@ -28,8 +29,9 @@ class Collector:
     def applies(self, submission: Submission) -> bool:  # noqa: ARG002 - default: always
         return True
 
+    @abstractmethod
     def collect(self, submission: Submission) -> list[EvidenceItem]:
-        raise NotImplementedError(f"{type(self).__name__}.collect")
+        """The evidence items for `submission`; raising is allowed (gather records an AnalyzerFailure)."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

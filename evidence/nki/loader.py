@@ -172,7 +172,7 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
         try:
             exec(code, module.__dict__)
         except Exception as exc:
-            line = _kernel_line(exc, filename)
+            line = innermost_line(exc, filename)
             kind = "import_error" if isinstance(exc, ImportError) else "python_error"
             raise KernelLoadError(kind, f"{type(exc).__name__}: {exc}", display, line) from exc
         finally:
@@ -180,7 +180,8 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
     return module
 
 
-def _kernel_line(exc: BaseException, filename: str) -> int:
+def innermost_line(exc: BaseException, filename: str) -> int:
+    """The line of the innermost traceback frame inside `filename` (0 when none is)."""
     line = 0
     tb = exc.__traceback__
     while tb is not None:

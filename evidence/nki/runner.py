@@ -27,18 +27,9 @@ def _dtype_name(a) -> str:
     return np.asarray(a).dtype.name
 
 
-def _ref_line(exc: BaseException, filename: str) -> int:
-    line = 0
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
 def run(job_dir: Path) -> dict:
     from evidence.nki import EvidenceError, KernelLoadError, load_kernel, simulate
+    from evidence.nki.loader import innermost_line
     from evidence.numerics.inputs import generate_inputs
     from evidence.submission import InputSpec
 
@@ -69,7 +60,7 @@ def run(job_dir: Path) -> dict:
             raise
         except Exception as exc:
             file = str((src / rel).resolve())
-            line = getattr(exc, "line", 0) or _ref_line(exc, file)
+            line = getattr(exc, "line", 0) or innermost_line(exc, file)
             result["reference"] = {"ok": False, "message": f"{type(exc).__name__}: {exc}"[:500], "line": line}
 
     rel = job["kernel_file"]
