@@ -59,12 +59,16 @@ def all_files() -> list[Path]:
 
 
 def clean_files() -> list[Path]:
-    """Kernels written to be free of findings: the optimised half of every pair and the faithful
-    CUDA port (the corpus's own definition of clean, plus the port written as the good one)."""
-    return list(loader.clean_kernels()) + sorted(loader.CUDA_DIR.glob("*_faithful.py"))
+    """Kernels that declare no expected finding (optimised pair halves, the faithful CUDA port and
+    the general corpus kernels): any finding on them is a false positive."""
+    return list(loader.clean_kernels())
 
 
 def other_files() -> list[Path]:
     """General corpus kernels (simulator test material): findings there are reviewed, not counted."""
     clean, naive = set(clean_files()), {p.naive for p in loader.pairs()}
     return [p for p in all_files() if p not in clean and p not in naive and not p.stem.endswith("_threads")]
+
+
+def declared_findings(path: Path) -> tuple[str, ...]:
+    return loader.expected_findings(path)

@@ -27,8 +27,10 @@ The reference is called as ``reference(*inputs, *args, **kwargs)`` with the gene
 input arrays (low-precision inputs arrive as ml_dtypes arrays) and returns one array or
 a tuple in the kernel's output order.
 
-Pairs (``pairs/<topic>_naive.py`` / ``pairs/<topic>_opt.py``) additionally carry
-``EXPECTED_FINDINGS``: the static rule ids the file should trigger (empty for ``_opt``).
+Any module may carry ``EXPECTED_FINDINGS``: the static finding kinds (``nki.<rule id>``) the
+file triggers on purpose. Naive pair halves (``pairs/<topic>_naive.py``) must list theirs; a
+module without the constant (every ``_opt`` half, the faithful CUDA port, most general kernels)
+is *clean*: any static finding on it is a false positive.
 The CUDA ports in ``cuda/`` name their source in ``CUDA_SOURCE`` / ``CUDA_ENTRY``.
 
 ``tests/corpus`` is not a package; import this file by path and register it in
@@ -234,9 +236,18 @@ def pairs() -> list[Pair]:
     return out
 
 
+def expected_findings(path: Path) -> tuple[str, ...]:
+    """The static finding kinds a corpus module declares it triggers on purpose (empty: clean)."""
+    return tuple(module_literals(path).get("EXPECTED_FINDINGS", ()))
+
+
 def clean_kernels() -> list[Path]:
-    """Kernels meant to be free of performance findings (the optimised half of every pair)."""
-    return sorted(PAIRS_DIR.glob("*_opt.py"))
+    """Every corpus kernel that declares no expected finding: the false-positive denominator.
+
+    The thread-emulating CUDA port is excluded as it is a deliberately poor port whose findings
+    the migration tests check instead."""
+    candidates = kernel_files(include_pairs=True, include_cuda=True)
+    return [p for p in candidates if not p.stem.endswith(("_naive", "_threads")) and not expected_findings(p)]
 
 
 def load_module(path: Path):

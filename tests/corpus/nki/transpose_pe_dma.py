@@ -11,6 +11,8 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
+# Static findings this kernel has on purpose (shows a DMA transpose inside a plain Python range loop on purpose).
+EXPECTED_FINDINGS = ["nki.load-transpose-in-loop", "nki.sequential-without-dependency"]
 KERNEL = "transpose_pe_dma_kernel"
 REFERENCE = "transpose_pe_dma_ref"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
-from _corpus import all_files, clean_files, corpus_entry, loader  # noqa: E402
+from _corpus import all_files, clean_files, corpus_entry, declared_findings, loader, other_files  # noqa: E402
 
 from evidence.static.engine import analyze  # noqa: E402
 from evidence.static.framework import load_rules  # noqa: E402
@@ -41,7 +41,13 @@ def test_optimised_kernel_has_no_performance_finding(pair):
     assert got == []
 
 
+@pytest.mark.parametrize("path", other_files(), ids=[p.name for p in other_files()])
+def test_kernels_that_keep_findings_on_purpose_get_exactly_those(path):
+    assert {"nki." + f.rule for f in _findings(path)} == set(declared_findings(path))
+
+
 def test_false_positive_rate_is_zero_for_every_rule():
+    assert len(clean_files()) >= 30  # every general corpus kernel that declares no finding counts
     flagged = {(p.name, f.rule, f.start) for p in clean_files() for f in _findings(p)}
     assert flagged == set()
 
