@@ -22,6 +22,13 @@ class Collector(ABC):
     # Evidence kinds this collector may emit, with what each means (the rubric validates against these).
     kinds: ClassVar[dict[str, str]] = {}
 
+    def __init__(self, **options: object) -> None:
+        """Options override the class attributes a collector declares (e.g. a simulator's timeout)."""
+        for key, value in options.items():
+            if key.startswith("_") or key in Collector.__dict__ or not hasattr(type(self), key):
+                raise TypeError(f"collector {self.name!r} has no option {key!r}")
+            setattr(self, key, value)
+
     @property
     def analyzer(self) -> str:
         return f"{self.name}@{self.version}"
@@ -40,12 +47,15 @@ class Collector(ABC):
 
 
 def concrete_collectors() -> list[type[Collector]]:
-    """Every non-abstract Collector subclass, in name order (import `evidence.catalog` first)."""
+    """Every non-abstract Collector subclass defined in the `evidence` package, in name order.
+
+    Subclasses defined elsewhere (tests, notebooks) run only when passed to `gather` explicitly,
+    so defining one never changes what every later evaluation gathers."""
     found: dict[str, type[Collector]] = {}
     stack = list(Collector.__subclasses__())
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if not cls.abstract:
+        if not cls.abstract and cls.__module__.split(".")[0] == "evidence":
             found[cls.name] = cls
     return [found[n] for n in sorted(found)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
+from typing import Any
 
 from evidence.catalog import load_collectors
 from evidence.collector import Collector
@@ -28,8 +30,14 @@ def gather(
     *,
     collectors: list[type[Collector]] | None = None,
     exclude: tuple[str, ...] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> EvidenceBundle:
-    """Evidence for `submission`. A collector that raises becomes an AnalyzerFailure, never a lost bundle."""
+    """Evidence for `submission`. A collector that raises becomes an AnalyzerFailure, never a lost bundle.
+
+    `options` maps a collector name to overrides of its declared attributes, e.g.
+    `{"nki-simulator": {"timeout_s": 30}}`.
+    """
+    options = options or {}
     classes = list(collectors) if collectors is not None else list(load_collectors())
     items: list[EvidenceItem] = []
     failures: list[AnalyzerFailure] = []
@@ -38,7 +46,7 @@ def gather(
     for cls in classes:
         if cls.name in exclude:
             continue
-        collector = cls()
+        collector = cls(**options.get(cls.name, {}))
         if not collector.applies(submission):
             continue
         analyzers[cls.name] = cls.version

@@ -87,7 +87,8 @@ def evidence(
     from grader.reports.markdown import render_bundle
 
     try:
-        bundle = gather(as_submission(submission, _settings()))
+        settings = _settings()
+        bundle = gather(as_submission(submission, settings), options=settings.collector_options())
     except GraderError as exc:
         _fail(exc.one_line())
         return

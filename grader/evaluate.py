@@ -33,5 +33,5 @@ def evaluate(
     settings = settings or Settings()
     sub = as_submission(submission, settings)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
-    bundle = bundle or gather(sub)
+    bundle = bundle or gather(sub, options=settings.collector_options())
     return (drafter or make_drafter(settings)).draft(sub, bundle, rub)

@@ -42,8 +42,12 @@ class Settings(BaseSettings):
     max_files: int = 16
 
     # Simulation limits for the child process.
-    sim_timeout_s: float = 60.0
-    sim_memory_mb: int = 4096
+    sim_timeout_s: float = Field(default=120.0, gt=0)
+    sim_memory_mb: int = Field(default=6144, ge=256)
+
+    def collector_options(self) -> dict[str, dict[str, object]]:
+        """Per-collector overrides handed to evidence.gather (evidence never reads grader settings)."""
+        return {"nki-simulator": {"timeout_s": self.sim_timeout_s, "memory_limit_bytes": self.sim_memory_mb * 2**20}}
 
     rubric: str = "nki-kernel-review"
 
