@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from evidence.model import EvidenceBundle, EvidenceItem, kind_matches
 from evidence.static.injection_collector import INJECTION_KIND
+
+# Items that say part of an analyzer's evidence is missing (one static rule crashed on a file).
+PARTIAL_FAILURE_KIND = "nki.rule_failure"
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
@@ -51,6 +54,7 @@ def reviewer_flags(bundle: EvidenceBundle) -> tuple[Flag, ...]:
     """What a reviewer must know whatever the score: missing analyzers, text that addresses the grader."""
     flags = [Flag(code="analyzer_failure", message=f"{f.analyzer} failed: {f.message}", evidence_id=f.id)
              for f in bundle.failures]
+    flags += [Flag(code="analyzer_failure", message=i.title, evidence_id=i.id) for i in bundle.of_kind(PARTIAL_FAILURE_KIND)]
     flags += [Flag(code="injection_attempt", message=f"{i.title} ({i.location})", evidence_id=i.id)
               for i in bundle.of_kind(INJECTION_KIND)]
     return tuple(flags)

@@ -110,3 +110,9 @@ def test_injection_attempts_are_flagged_for_the_reviewer_but_do_not_move_scores(
         assert before.score == after.score
     flags = flagged.criterion("kernel_correctness").flags
     assert [f.evidence_id for f in flags if f.code == "injection_attempt"] == ["injection.attempt:kernel.py:3"]
+
+
+def test_a_crashed_static_rule_is_flagged():
+    crashed = item("nki.rule_failure:kernel.py:small-dma", "nki.rule_failure", "medium")
+    flags = draft(bundle(MATCHING, KERNEL_FACT, crashed)).criterion("tiling").flags
+    assert [(f.code, f.evidence_id) for f in flags] == [("analyzer_failure", "nki.rule_failure:kernel.py:small-dma")]
