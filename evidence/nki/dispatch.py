@@ -52,6 +52,8 @@ def call(name: str, args: tuple, kwargs: dict):
     if c.engine is not None:
         _record(st, op, c)
     if op.execute is not None and not st.trace_only:
+        st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
+        st.read_direct = False
         op.execute(st, c)
     return c.result
 

@@ -63,6 +63,11 @@ class State:
         self.redundant_bytes = 0
         self.param_writes: dict[int, tuple[str | None, int]] = {}
         self.rng = np.random.default_rng(0)
+        # Undefined-data provenance of the instruction being executed (reset by dispatch.call):
+        # the kernel file:line of the first read of undefined elements its values depend on, and
+        # whether this instruction itself read undefined elements (see tensor.Tensor.read).
+        self.read_origin: tuple[str | None, int] | None = None
+        self.read_direct = False
         self.nc_version = 2 if target in ("trn1", "inf2") else 3
 
     # --- where in the kernel -------------------------------------------------------------
@@ -89,8 +94,9 @@ class State:
         file, line = self.where()
         return SimulationError(code, message, file, line)
 
-    def finding(self, code: str, message: str, severity: str, once_per_code: bool = False) -> None:
-        file, line = self.where()
+    def finding(self, code: str, message: str, severity: str, once_per_code: bool = False,
+                at: tuple[str | None, int] | None = None) -> None:
+        file, line = self.where() if at is None else at
         key = (code,) if once_per_code else (code, file, line)
         if key not in self.findings:
             self.findings[key] = Finding(code, message, file, line, severity)

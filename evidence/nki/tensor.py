@@ -1,12 +1,16 @@
 """Tensors and tiles: an allocation in one buffer, and views of it made by indexing.
 
 `Alloc` owns the storage (numpy, in the declared dtype), the buffer kind and the bookkeeping
-masks: `wmask` (which elements of an uninitialised on-chip tensor were written), `stamp`
+masks: `wmask` (which elements of an uninitialised on-chip tensor, or of a masked instruction's
+fresh result, hold defined values), `stamp`
 (HBM tensors written by the kernel: which write path last wrote each element, -1 = never) and
 `lmask` (HBM inputs: which elements were already loaded, for redundant-read accounting).
 `Tensor` is a view: basic indexing (ints, slices, `...`) gives numpy views of all of these;
 advanced indexing (arange/mgrid grids, indirect index tiles) is kept lazy as (parent, index
 arrays) and resolved when an instruction reads or writes it, together with the op's mask.
+
+Undefined data (never-written elements, masked-out parts of fresh results) is tracked by `wmask`
+on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
-                 "mutable", "pdim", "state", "held", "reported", "dep_reported", "site", "__weakref__")
+                 "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -41,7 +45,7 @@ class Alloc:
         self.mutable = False
         self.stamp = None
         self.lmask = None
-        self.reported = False  # uninitialised read already reported
+        self.origin = None  # file:line of an undefined read some of the values held here derive from
         self.dep_reported = False  # output dependency already reported
         self.site = (None, 0)  # kernel file:line that created it (HBM tensors)
         self.state = st
@@ -164,10 +168,16 @@ class Tensor:
                 self._check_init(self.wmask, mask)
             elif self.stamp is not None and self.alloc.param < 0:
                 self._check_init(self.stamp >= 0, mask)
+            if self.alloc.origin is not None:
+                _undefined.inherit(self.alloc)
             return self.data
         parent, idx, m, _ = self.locate(mask)
         if parent.wmask is not None and parent.alloc.wmask is not None:
             self._check_init(parent.wmask[idx], m)
+        elif parent.stamp is not None and parent.alloc.param < 0:
+            self._check_init(parent.stamp[idx] >= 0, m)
+        if parent.alloc.origin is not None:
+            _undefined.inherit(parent.alloc)
         return parent.data[idx].reshape(self.shape)
 
     def locate(self, mask=None):
@@ -183,18 +193,13 @@ class Tensor:
         return parent, _clip_masked(idx, parent.shape, m, grid), m, grid
 
     def _check_init(self, written: np.ndarray, mask) -> None:
-        alloc = self.alloc
-        if alloc.reported:
-            return
+        """Record a read of undefined elements (within `mask`) as this instruction's origin."""
         ok = written if mask is None else (written | ~np.broadcast_to(_fit_mask(mask, written.shape), written.shape))
         if not ok.all():
-            alloc.reported = True
-            alloc.state.finding(
-                "uninitialized_read",
-                f"read of {alloc.buffer} tensor {list(alloc.shape)} {alloc.name or ''} before it was written "
-                "(uninitialised memory: NaN in simulation, garbage on hardware)",
-                "high",
-            )
+            st = self.alloc.state
+            if not st.read_direct:  # the instruction's own undefined read names it, over inherited origins
+                st.read_direct = True
+                st.read_origin = st.where()
 
     def write(self, value: np.ndarray, mask: np.ndarray | None = None, accumulate: bool = False) -> None:
         """Store `value` (already shaped like this view) into the allocation, only where `mask`.
@@ -202,6 +207,10 @@ class Tensor:
         `accumulate` marks read-modify-write stores (DMA with dst_rmw_op), which iterations may share.
         """
         st = self.alloc.state
+        if st.read_origin is not None:
+            _undefined.taint(st, self, value, mask)
+        elif mask is None and self.alloc.origin is not None and self.size == self.alloc.data.size:
+            self.alloc.origin = None  # wholly overwritten by defined values
         if self.adv is not None:
             parent, idx, m, grid = self.locate(mask)
             value = np.broadcast_to(value, self.shape).reshape(grid) if np.ndim(value) else value
@@ -378,7 +387,7 @@ def index(t: Tensor, key) -> Tensor:
             comps.append(k.a)
         elif isinstance(k, Tensor):
             adv = True
-            comps.append(dtypes.cast(k.read(), np.int64) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
+            comps.append(_undefined.index_values(k) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
         elif isinstance(k, MaskExpr):
             raise _state.current().error(
                 "err_unsupported_expression_in_mask", "a mask in a subscript must be the whole subscript: x[mask]"
@@ -495,3 +504,4 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
 
 
 from evidence.nki import dispatch as _dispatch  # noqa: E402  (operators dispatch; circular by design)
+from evidence.nki import undefined as _undefined  # noqa: E402

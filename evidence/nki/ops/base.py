@@ -130,19 +130,36 @@ def fresh(st, shape, dt, buffer: str = "sbuf") -> Tensor:
 
 
 def set_result(t: Tensor, arr: np.ndarray, mask: np.ndarray | None = None) -> None:
-    """Store an fp32 (or int) result into a fresh tile with RNE casting; masked-out elements are NaN."""
+    """Store an fp32 (or int) result into a fresh tile with RNE casting.
+
+    Masked-out elements are undefined: NaN (integers: the sentinel), never written to a destination
+    (`t.valid`), and reading them is an undefined read (`wmask`), as for never-written memory.
+    """
     arr = np.asarray(arr)
     if arr.shape != t.shape:
         arr = np.broadcast_to(lead_align(arr, len(t.shape)) if arr.ndim < len(t.shape) else arr, t.shape)
+    alloc = t.alloc
     if mask is not None:
         m = _fit_mask(mask, t.shape)
         fill = np.nan if arr.dtype.kind == "f" else dtypes.INT_SENTINEL
         arr = np.where(m, arr, fill)
         t.valid = np.broadcast_to(m, t.shape)
+        if not t.valid.all():
+            alloc.wmask = t.wmask = np.array(t.valid)
     out = dtypes.cast(arr, t.dtype)
     if not out.flags.writeable or out.base is not None and not out.flags.owndata:
         out = np.array(out, dtype=dtypes.storage(t.dtype))
-    t.alloc.data = t.data = out
+    alloc.data = t.data = out
+    alloc.origin = alloc.state.read_origin
+
+
+def reduced_mask(mask: np.ndarray | None, shape, axes: tuple[int, ...], keepdims: bool) -> np.ndarray | None:
+    """The elements of a reduction's result that a masked instruction produces: those whose
+    reduced lane holds at least one masked-in element (a mask on the reduced axes only thins them)."""
+    if mask is None:
+        return None
+    m = np.broadcast_to(_fit_mask(mask, tuple(shape)), tuple(shape))
+    return m.any(axis=axes, keepdims=keepdims)
 
 
 def value(x, mask=None) -> np.ndarray:

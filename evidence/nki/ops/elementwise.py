@@ -9,7 +9,7 @@ from evidence.nki.dispatch import Call
 from evidence.nki.indexing import MaskExpr
 from evidence.nki.ops.base import (
     MIN_II, Op, bshape, cost_gpsimd, cost_stream, cost_two_inputs, f32, free_size, fresh, lead_align, op_mask,
-    resolve_dtype, same_partitions, scalar_dtype, set_result, table, tile, value,
+    reduced_mask, resolve_dtype, same_partitions, scalar_dtype, set_result, table, tile, value,
 )
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY, op_name
 from evidence.nki.tensor import Tensor, _fit_mask
@@ -246,9 +246,13 @@ def exec_activation(st, c: Call) -> None:
     res = p["res"]
     if res is not None:
         red = np.add.reduce if p["rfn"] is np.add else p["rfn"].reduce
-        rr = r if c.mask is None else np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, 0)
+        neutral = {np.maximum: -np.inf, np.minimum: np.inf, np.multiply: 1}.get(p["rfn"], 0)
+        rr = r if c.mask is None else np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, np.float32(neutral))
         vals = red(rr.reshape(r.shape[0], -1), axis=1)
-        res.write(vals.reshape(res.shape))
+        rows = reduced_mask(c.mask, r.shape, tuple(range(1, nd)), False)
+        # partitions the mask leaves out entirely are not computed: reduce_res keeps its old values there
+        res.write(vals.reshape(res.shape),
+                  None if rows is None else np.broadcast_to(rows.reshape((-1,) + (1,) * (len(res.shape) - 1)), res.shape))
 
 
 def check_activation_reduce(st, op, data, *, reduce_op=None, reduce_res=None, bias=None, scale=1.0, mask=None,
@@ -367,7 +371,8 @@ def exec_tensor_copy_predicated(st, c: Call) -> None:
         p = ~p
     if c.mask is not None:
         p = p & np.broadcast_to(_fit_mask(c.mask, dst.shape), dst.shape)
-    dst.write(np.broadcast_to(lead_align(src.read(), nd), dst.shape), p)
+    sv = src.read(p if src.shape == dst.shape else None)  # only the copied elements are read
+    dst.write(np.broadcast_to(lead_align(sv, nd), dst.shape), p)
 
 
 def check_dropout(st, x=None, rate=None, *, prob=None, data=None, dtype=None, mask=None, _name="dropout", **_):

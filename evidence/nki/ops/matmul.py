@@ -114,12 +114,12 @@ def _operand_masks(c: Call) -> None:
 def exec_matmul(st, c: Call) -> None:
     x, y = c.ins
     if c.p.get("double_row"):
-        r = np.einsum("kjm,kjn->mn", f32(x), f32(y), optimize=True)
+        r = np.einsum("kjm,kjn->mn", f32(x, x.valid), f32(y, y.valid), optimize=True)
         set_result(c.out, r.astype(np.float32), c.mask)
         return
-    a = f32(x).reshape(x.shape[0], -1)
+    a = f32(x, x.valid).reshape(x.shape[0], -1)  # masked-out operand elements are not read
     a = a if c.p["transpose_x"] else a.T  # stationary [K, M]
-    b = f32(y).reshape(y.shape[0], -1)
+    b = f32(y, y.valid).reshape(y.shape[0], -1)
     if "xv" in c.p:
         a = np.where(c.p["xv"], a, np.float32(0))
         b = np.where(c.p["yv"], b, np.float32(0))

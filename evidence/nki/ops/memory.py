@@ -110,10 +110,19 @@ def check_store(st, dst, value=None, *, mask=None, **kw):
 
 def exec_store(st, c: Call) -> None:
     v, dst = c.p["v"], c.out
-    arr = fit(st, value(v), np.shape(value(v)), dst.shape, "store")
     mask = c.mask
-    if isinstance(v, Tensor) and v.valid is not None:
-        mask = v.valid if mask is None else (np.broadcast_to(_fit_mask(mask, dst.shape), dst.shape) & v.valid)
+    if isinstance(v, Tensor):
+        # read only the elements the store writes (a masked result's masked-out part is never stored)
+        rm = v.valid
+        if mask is not None and v.shape == dst.shape:
+            m = np.broadcast_to(_fit_mask(mask, dst.shape), dst.shape)
+            rm = m if rm is None else (m & rm)
+        val = v.read(rm)
+        if v.valid is not None:
+            mask = v.valid if mask is None else (np.broadcast_to(_fit_mask(mask, dst.shape), dst.shape) & v.valid)
+    else:
+        val = value(v)
+    arr = fit(st, val, np.shape(val), dst.shape, "store")
     dst.write(arr, mask)
 
 
@@ -224,7 +233,7 @@ def exec_assign(st, c: Call) -> None:
     if c.p.get("same"):
         return
     if isinstance(v, Tensor):
-        arr = fit(st, v.read(), v.shape, view.shape, "assign")
+        arr = fit(st, v.read(v.valid), v.shape, view.shape, "assign")
         if v.reduce_op is not None:  # dst[...] = nl.loop_reduce(x, op): dst = op(dst, x)
             arr = v.reduce_op(f32(view), dtypes.to_f32(arr))
         view.write(arr, v.valid)

@@ -9,8 +9,8 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.ops.base import (
-    MIN_II, Op, cost_gpsimd, cost_stream, f32, free_size, fresh, lead_align, op_mask, resolve_dtype, set_result,
-    table, tile,
+    MIN_II, Op, cost_gpsimd, cost_stream, f32, free_size, fresh, lead_align, op_mask, reduced_mask, resolve_dtype,
+    set_result, table, tile,
 )
 from evidence.nki.ops.elementwise import _fn, _scalar_operand, _sval
 from evidence.nki.ops.functions import BINARY, REDUCE
@@ -61,17 +61,27 @@ def exec_reduce(st, c: Call) -> None:
     x = c.ins[0]
     red = c.p["red"]
     v = x.read(c.mask)
+    # Result elements whose whole reduced lane is masked out are undefined, like an element-wise result's.
+    out_mask = reduced_mask(c.mask, x.shape, c.p["axes"], c.p["keepdims"])
+    m = None if c.mask is None else np.broadcast_to(_fit_mask(c.mask, v.shape), v.shape)
     if red in ("bitwise_or", "bitwise_and", "bitwise_xor"):
         fn = REDUCE[red]
-        r = v
+        r = v if m is None else np.where(m, v, np.array(-1 if red == "bitwise_and" else 0).astype(v.dtype))
         for ax in reversed(c.p["axes"]):
             r = fn(r, axis=ax, keepdims=c.p["keepdims"])
-        set_result(c.out, r)
+        set_result(c.out, r, out_mask)
         return
     v = dtypes.to_f32(v)
-    if c.mask is not None:  # masked-out elements do not take part
-        m = np.broadcast_to(_fit_mask(c.mask, v.shape), v.shape)
-        neutral = {"sum": 0, "mean": 0, "max": -np.inf, "min": np.inf, "prod": 1, "all": 1, "var": 0}[red]
+    if m is not None:  # masked-out elements do not take part
+        if red in ("mean", "var"):  # over the masked-in elements of each lane
+            kw = {"axis": c.p["axes"], "keepdims": c.p["keepdims"]}
+            n = np.maximum(m.sum(**kw), 1).astype(np.float32)
+            mean = np.where(m, v, np.float32(0)).sum(**kw) / n
+            r = mean if red == "mean" else (np.where(m, (v - _keep(mean, c.p["axes"], c.p["keepdims"])) ** 2, 0)
+                                            .sum(**kw) / n)
+            set_result(c.out, r, out_mask)
+            return
+        neutral = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1, "all": 1}[red]
         v = np.where(m, v, np.float32(neutral))
     kw = {"axis": c.p["axes"], "keepdims": c.p["keepdims"]}
     if red == "var":
@@ -80,7 +90,12 @@ def exec_reduce(st, c: Call) -> None:
         r = np.all(v != 0, **kw)
     else:
         r = getattr(np, red)(v, **kw)
-    set_result(c.out, r)
+    set_result(c.out, r, out_mask)
+
+
+def _keep(r: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    """A reduced array with its reduced axes back as unit axes (to broadcast against the input)."""
+    return r if keepdims else np.expand_dims(r, axes)
 
 
 def nl_reduction(name: str) -> Op:
@@ -123,13 +138,21 @@ def check_partition_reduce(st, op, data, *, mask=None, dtype=None, **_):
 
 
 def exec_partition_reduce(st, c: Call) -> None:
-    v = c.ins[0].read(c.mask)
+    x = c.ins[0]
+    v = x.read(c.mask)
     red = c.p["red"]
+    m = None if c.mask is None else np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape)
     if red.startswith("bitwise"):
+        if m is not None:
+            v = np.where(m, v, np.array(-1 if red == "bitwise_and" else 0).astype(v.dtype))
         r = REDUCE[red](v, axis=0, keepdims=True)
     else:
-        r = getattr(np, red)(dtypes.to_f32(v), axis=0, keepdims=True)
-    set_result(c.out, r)
+        v = dtypes.to_f32(v)
+        if m is not None:  # masked-out partitions do not take part
+            neutral = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1, "all": 1}.get(red, 0)
+            v = np.where(m, v, np.float32(neutral))
+        r = getattr(np, red)(v, axis=0, keepdims=True)
+    set_result(c.out, r, reduced_mask(c.mask, x.shape, (0,), True))
 
 
 def check_tensor_scalar_reduce(st, *, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None,
@@ -159,7 +182,14 @@ def exec_tensor_scalar_reduce(st, c: Call) -> None:
         r = np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, np.float32(neutral))
     flat = r.reshape(r.shape[0], -1)
     red = getattr(np, p["red"])(flat, axis=1)
-    p["res"].write(red.reshape(p["res"].shape))
+    rows = reduced_mask(c.mask, data.shape, tuple(range(1, len(data.shape))), False)
+    # partitions the mask leaves out entirely are not computed: reduce_res keeps its old values there
+    p["res"].write(red.reshape(p["res"].shape), None if rows is None else _rows_of(rows, p["res"].shape))
+
+
+def _rows_of(rows: np.ndarray, shape) -> np.ndarray:
+    """A per-partition bool vector as a mask over a [P, ...] destination."""
+    return np.broadcast_to(rows.reshape((-1,) + (1,) * (len(shape) - 1)), tuple(shape))
 
 
 def check_bn_stats(st, data, *, mask=None, dtype=None, **_):
@@ -178,15 +208,17 @@ def check_bn_stats(st, data, *, mask=None, dtype=None, **_):
 
 def exec_bn_stats(st, c: Call) -> None:
     x = c.ins[0]
-    v = np.nan_to_num(f32(x, c.mask)).reshape(x.shape[0], -1).astype(np.float64)
+    v = f32(x, c.mask).reshape(x.shape[0], -1).astype(np.float64)
     m = np.ones(v.shape) if c.mask is None else np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape).reshape(v.shape)
+    v = np.where(m != 0, v, 0.0)  # masked-out (possibly NaN) elements must not poison the lane sums
     out = []
     for part, w in ((v[:, 0::2], m[:, 0::2]), (v[:, 1::2], m[:, 1::2])):  # masked-out elements do not count
         n = w.sum(axis=1)
         mean = (part * w).sum(axis=1) / np.maximum(n, 1)
         m2 = (((part - mean[:, None]) ** 2) * w).sum(axis=1)
         out += [n, mean, m2]
-    set_result(c.out, np.stack(out, axis=1).astype(np.float32))
+    rows = reduced_mask(c.mask, x.shape, tuple(range(1, len(x.shape))), False)
+    set_result(c.out, np.stack(out, axis=1).astype(np.float32), None if rows is None else rows[:, None])
 
 
 def check_bn_aggr(st, data, *, mask=None, dtype=None, **_):
@@ -201,12 +233,14 @@ def check_bn_aggr(st, data, *, mask=None, dtype=None, **_):
 
 
 def exec_bn_aggr(st, c: Call) -> None:
-    v = f32(c.ins[0]).reshape(c.ins[0].shape[0], -1, 3).astype(np.float64)
+    x = c.ins[0]
+    rows = reduced_mask(c.mask, x.shape, tuple(range(1, len(x.shape))), False)  # bn_aggr masks partitions
+    v = f32(x, None if rows is None else _rows_of(rows, x.shape)).reshape(x.shape[0], -1, 3).astype(np.float64)
     n, mean, m2 = v[..., 0], v[..., 1], v[..., 2]
     total = n.sum(axis=1)
     mu = (n * mean).sum(axis=1) / np.maximum(total, 1)
     var = (m2.sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / np.maximum(total, 1)
-    set_result(c.out, np.stack([mu, var], axis=1).astype(np.float32))
+    set_result(c.out, np.stack([mu, var], axis=1).astype(np.float32), None if rows is None else rows[:, None])
 
 
 def check_max8(st, *args, src=None, dtype=None, mask=None, **_):
@@ -215,14 +249,25 @@ def check_max8(st, *args, src=None, dtype=None, mask=None, **_):
     if not 8 <= n <= 16384:
         raise st.error("err_size_of_dimension_exceed_arch_limit", f"max8 needs 8..16384 elements per partition, got {n}")
     c = Call("nisa.max8", "vector")
+    c.mask = op_mask(st, mask)
     c.ins = [src]
     c.out = c.result = fresh(st, (src.shape[0], 8), resolve_dtype(st, dtype, src.dtype))
     return c
 
 
 def exec_max8(st, c: Call) -> None:
-    v = f32(c.ins[0]).reshape(c.ins[0].shape[0], -1)
-    set_result(c.out, -np.sort(-v, axis=1)[:, :8])
+    x = c.ins[0]
+    v = f32(x, c.mask)
+    if c.mask is not None:  # masked-out elements do not take part
+        v = np.where(np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape), v, np.float32(-np.inf))
+    v = v.reshape(x.shape[0], -1)
+    set_result(c.out, -np.sort(-v, axis=1)[:, :8], _row_mask(c.mask, x.shape))
+
+
+def _row_mask(mask, shape) -> np.ndarray | None:
+    """[P, 1] mask of the partitions a masked per-partition instruction computes."""
+    rows = reduced_mask(mask, shape, tuple(range(1, len(shape))), False)
+    return None if rows is None else rows[:, None]
 
 
 def check_find_index8(st, *, data, vals, dtype=None, mask=None, **_):
@@ -231,6 +276,7 @@ def check_find_index8(st, *, data, vals, dtype=None, mask=None, **_):
     if free_size(vals.shape) != 8:
         raise st.error("err_size_of_dimension_exceed_arch_limit", f"'vals' of nc_find_index8 must hold 8 values per partition, got {list(vals.shape)}")
     c = Call("nisa.nc_find_index8", "vector")
+    c.mask = op_mask(st, mask)
     c.ins = [data, vals]
     c.out = c.result = fresh(st, (data.shape[0], 8), resolve_dtype(st, dtype, dtypes.uint32))
     return c
@@ -250,14 +296,19 @@ def _first_matches(d: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def exec_find_index8(st, c: Call) -> None:
-    d = f32(c.ins[0]).reshape(c.ins[0].shape[0], -1)
-    set_result(c.out, _first_matches(d, f32(c.ins[1]).reshape(d.shape[0], 8)))
+    x = c.ins[0]
+    rows = _row_mask(c.mask, x.shape)  # these instructions mask whole partitions
+    d = f32(x, None if rows is None else np.broadcast_to(rows, (x.shape[0], free_size(x.shape))).reshape(x.shape))
+    vals = c.ins[1]
+    v = f32(vals, None if rows is None else np.broadcast_to(rows, (vals.shape[0], 8)).reshape(vals.shape))
+    set_result(c.out, _first_matches(d.reshape(x.shape[0], -1), v.reshape(x.shape[0], 8)), rows)
 
 
 def check_match_replace8(st, *, data, vals, imm, dst_idx=None, dtype=None, mask=None, **_):
     data = tile(st, data, "nc_match_replace8", "data")
     vals = tile(st, vals, "nc_match_replace8", "vals")
     c = Call("nisa.nc_match_replace8", "vector")
+    c.mask = op_mask(st, mask)
     c.ins = [data, vals]
     c.p.update(imm=imm, dst_idx=dst_idx)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
@@ -267,13 +318,17 @@ def check_match_replace8(st, *, data, vals, imm, dst_idx=None, dtype=None, mask=
 
 
 def exec_match_replace8(st, c: Call) -> None:
-    data = c.ins[0]
-    d = f32(data).reshape(data.shape[0], -1).copy()
-    idx = _first_matches(d, f32(c.ins[1]).reshape(d.shape[0], 8))
+    data, vals = c.ins
+    rows = _row_mask(c.mask, data.shape)  # these instructions mask whole partitions
+    dm = None if rows is None else np.broadcast_to(rows, (data.shape[0], free_size(data.shape))).reshape(data.shape)
+    d = f32(data, dm).reshape(data.shape[0], -1).copy()
+    vm = None if rows is None else np.broadcast_to(rows, (vals.shape[0], 8)).reshape(vals.shape)
+    idx = _first_matches(d, f32(vals, vm).reshape(d.shape[0], 8))
     np.put_along_axis(d, idx, np.float32(c.p["imm"]), axis=1)
-    set_result(c.out, d.reshape(data.shape))
-    if c.p["dst_idx"] is not None:
-        c.p["dst_idx"].write(idx.reshape(c.p["dst_idx"].shape))
+    set_result(c.out, d.reshape(data.shape), dm)
+    dst = c.p["dst_idx"]
+    if dst is not None:
+        dst.write(idx.reshape(dst.shape), None if rows is None else np.broadcast_to(rows, (dst.shape[0], 8)).reshape(dst.shape))
 
 
 _TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*=\s*[\w.]*loop_reduce\(")

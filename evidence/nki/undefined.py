@@ -1,0 +1,74 @@
+"""Undefined data: where values read from never-written memory or masked-out results end up.
+
+REFERENCE §3.2 "Masks" and §9.2: never-written elements and the masked-out part of a fresh result
+hold NaN (integers: the sentinel). `Tensor.read` knows which elements are undefined (`wmask`) and
+records a read of them as the instruction's `read_origin` (its kernel line). The results and
+on-chip destinations the instruction writes carry that origin (`Alloc.origin`, per allocation);
+NaN carries the element-wise dependency through arithmetic. Only undefined values reaching an HBM
+write are the `uninitialized_read` finding, located at the origin: computing on the garbage rows of
+a ragged tile and storing masked is valid NKI (the softmax and rmsnorm tutorials do it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes
+
+_HBM = ("hbm", "shared_hbm", "private_hbm")
+
+
+def inherit(alloc) -> None:
+    """A read of values derived from undefined data: the instruction inherits their origin."""
+    st = alloc.state
+    if st.read_origin is None:
+        st.read_origin = alloc.origin
+
+
+def taint(st, view, value, mask) -> None:
+    """A write by an instruction that read undefined data: on chip, the destination inherits the
+    origin; into HBM, undefined values reaching it are the `uninitialized_read` finding."""
+    alloc = view.alloc
+    if alloc.buffer not in _HBM:
+        if alloc.origin is None:
+            alloc.origin = st.read_origin
+        return
+    v = np.asarray(value)
+    if v.dtype.kind in "iub":  # the sentinel does not propagate: only a direct read of it counts
+        hit = st.read_direct
+    else:
+        nan = np.isnan(v if v.dtype.kind == "f" else v.astype(np.float32))
+        if mask is not None:
+            nan = np.broadcast_to(nan, view.shape) & _tensor._fit_mask(mask, view.shape)
+        hit = bool(nan.any())
+    if hit:
+        file, line = st.where()
+        st.finding(
+            "uninitialized_read",
+            "uninitialised data read here (never-written memory, or the masked-out part of a masked "
+            "instruction's result: NaN in simulation, garbage on hardware) reaches HBM tensor "
+            f"{alloc.name + ' ' if alloc.name else ''}{list(alloc.shape)} written at {file}:{line}; "
+            "mask the read or the store",
+            "high",
+            at=st.read_origin,
+        )
+
+
+def index_values(k) -> np.ndarray:
+    """The values of an indirect index tile; undefined ones address garbage: always reported."""
+    st = k.alloc.state
+    origin, direct = st.read_origin, st.read_direct
+    st.read_origin, st.read_direct = None, False
+    vals = dtypes.cast(k.read(), np.int64)
+    if st.read_direct:
+        st.finding(
+            "uninitialized_read",
+            f"indirect index tile {list(k.shape)} holds uninitialised values (never written, or the masked-out "
+            "part of a masked instruction's result): the access addresses garbage on hardware",
+            "high",
+        )
+    st.read_origin, st.read_direct = origin, direct
+    return vals
+
+
+from evidence.nki import tensor as _tensor  # noqa: E402  (mask alignment; circular by design)
