@@ -344,6 +344,8 @@ def exec_inplace(st, c: Call) -> None:
     if (valid is None and t.adv is None and t.alloc.wmask is None and t.stamp is None and t.data.dtype == np.float32
             and (not is_tile or other.shape == t.shape)):
         fn(t.data, other, out=t.data)  # fp32 accumulation in place (the PSUM `+=` hot path)
+        if st.read_origin is not None and t.alloc.origin is None:
+            t.alloc.origin = st.read_origin  # undefined operand values now live in the accumulator
     else:
         t.write(np.broadcast_to(fn(f32(t), other), t.shape), valid)
     if is_tile:

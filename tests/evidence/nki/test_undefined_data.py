@@ -332,3 +332,43 @@ def test_masked_reduce_res_keeps_old_values_on_masked_out_partitions(which):
     np.testing.assert_allclose(got[:P_LIVE], want, rtol=2e-5, atol=1e-5)
     assert (got[P_LIVE:] == -7.0).all()
     assert not sim.report.findings
+
+
+def test_undefined_values_accumulated_in_place_are_traced_to_the_read():
+    """`acc += t` takes the in-place fp32 fast path; the accumulator still carries the origin."""
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            i_p = nl.arange(128)[:, None]
+            i_f = nl.arange(64)[None, :]
+            x = nl.load(a[i_p, i_f], mask=(i_p < 100))
+            acc = nl.zeros((128, 64), nl.float32)
+            for k in nl.sequential_range(2):
+                acc += nl.exp(x)  # <-
+            nl.store(out, value=acc)
+            return out
+    """
+    sim, src = run_source(body, "kernel", X)
+    np.testing.assert_allclose(sim.outputs[0][:LIVE], 2 * np.exp(X[:LIVE]), rtol=1e-6)
+    assert np.isnan(sim.outputs[0][LIVE:]).all()
+    assert _findings(sim) == [("uninitialized_read", marked_line(src), "high")]
+
+
+def test_matmul_operand_masked_result_takes_part_only_where_defined():
+    """A masked result used as a matmul operand acts as operand masking (its masked-out elements take
+    no part), like `x[i_p < 100]`: nothing undefined is read."""
+    body = """
+        def kernel(a):
+            out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            i_p = nl.arange(128)[:, None]
+            i_f = nl.arange(64)[None, :]
+            x = nl.load(a[i_p, i_f], mask=(i_p < 100))
+            acc = nl.zeros((64, 64), nl.float32, buffer=nl.psum)
+            acc += nl.matmul(x, x, transpose_x=True)
+            nl.store(out, value=nl.copy(acc))
+            return out
+    """
+    sim, _ = run_source(body, "kernel", X)
+    x = X[:LIVE].astype(np.float64)
+    np.testing.assert_allclose(sim.outputs[0], x.T @ x, rtol=1e-5, atol=1e-4)
+    assert not sim.report.findings
