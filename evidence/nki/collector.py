@@ -69,6 +69,10 @@ def _safe_rel(rel: str) -> PurePosixPath:
     return p
 
 
+# Error codes that say the simulator could not judge the kernel, not that the kernel is wrong.
+SIMULATOR_LIMIT_CODES = frozenset({"unsupported_op", "import_error", "timeout", "memory_limit", "cpu_limit", "crashed"})
+
+
 def _headline(prefix: str, code: str, message: str) -> str:
     """A title a reviewer can read in a list: the code plus the first line of the message."""
     first = (message.strip().splitlines() or [""])[0]
@@ -80,7 +84,9 @@ class SimulationCollector(Collector):
     version = "1"
     kinds = {
         "sim.output": "one kernel output compared with the reference (rel_l2, max errors, mismatch fraction)",
-        "sim.error": "the simulation stopped: constraint violation, Python error, timeout or memory limit",
+        "sim.error": "the simulation stopped on a defect of the kernel: constraint violation or Python error",
+        "sim.incomplete": "the simulation could not finish for a reason that is not a kernel defect: an op the "
+                          "simulator lacks, a module it cannot import, a time, memory or CPU limit, a crash",
         "sim.finding": "non-fatal simulator finding (output dependency, uninitialised read, capacity, ...)",
         "sim.trace": "instruction-trace summary: HBM traffic, DMAs, engine instruction counts, FLOPs, peaks",
         "sim.unsupported_dialect": "kernel is in the standalone nki 0.3+ dialect, which is not simulated",
@@ -188,8 +194,11 @@ class SimulationCollector(Collector):
             code = err.get("code", "error")
             crit = ("kernel_correctness", "neuron_platform") + (("tiling",) if code in _TILING_CODES or "psum" in
                                                                 err.get("message", "").lower() else ())
+            # A limit of the simulator or of its resources is not evidence against the kernel.
+            kind, severity, prefix = (("sim.incomplete", Severity.medium, "Simulation incomplete")
+                                      if code in SIMULATOR_LIMIT_CODES else ("sim.error", Severity.critical, "Simulation stopped"))
             out.append(self._item(
-                "sim.error", (code,), Severity.critical, _headline("Simulation stopped", code, err.get("message", "")), crit,
+                kind, (code,), severity, _headline(prefix, code, err.get("message", "")), crit,
                 location=self._loc(submission, err.get("file"), int(err.get("line") or 0)) or entry_loc,
                 detail=err.get("message", ""), labels={"code": code, "message": err.get("message", "")[:500]}))
         report = result.get("report")

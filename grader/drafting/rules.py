@@ -10,8 +10,9 @@ from __future__ import annotations
 from evidence.model import EvidenceBundle, EvidenceItem, kind_matches
 from evidence.static.injection_collector import INJECTION_KIND
 
-# Items that say part of an analyzer's evidence is missing (one static rule crashed on a file).
-PARTIAL_FAILURE_KIND = "nki.rule_failure"
+# Items that say part of an analyzer's evidence is missing: a static rule crashed on a file, or the
+# simulator could not finish (an op it lacks, a resource limit). Reviewers see them as flags.
+PARTIAL_FAILURE_KINDS = ("nki.rule_failure", "sim.incomplete")
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
@@ -54,7 +55,7 @@ def reviewer_flags(bundle: EvidenceBundle) -> tuple[Flag, ...]:
     """What a reviewer must know whatever the score: missing analyzers, text that addresses the grader."""
     flags = [Flag(code="analyzer_failure", message=f"{f.analyzer} failed: {f.message}", evidence_id=f.id)
              for f in bundle.failures]
-    flags += [Flag(code="analyzer_failure", message=i.title, evidence_id=i.id) for i in bundle.of_kind(PARTIAL_FAILURE_KIND)]
+    flags += [Flag(code="analyzer_failure", message=i.title, evidence_id=i.id) for i in bundle.of_kind(*PARTIAL_FAILURE_KINDS)]
     flags += [Flag(code="injection_attempt", message=f"{i.title} ({i.location})", evidence_id=i.id)
               for i in bundle.of_kind(INJECTION_KIND)]
     return tuple(flags)
@@ -67,12 +68,16 @@ def draft_criterion(criterion: Criterion, submission: Submission, bundle: Eviden
     outcome = evaluate_rules(criterion, bundle)
     if not outcome.basis:
         failures = list(bundle.failures)
+        partial = [i for i in bundle.of_kind(*PARTIAL_FAILURE_KINDS) if criterion.cites(i.kind)]
         detail = f"{INSUFFICIENT}: none of {list(criterion.basis)} was produced"
         if failures:
             detail += "; failed analyzers: " + ", ".join(f"{f.analyzer} ({f.error_type})" for f in failures)
+        if partial:
+            detail += "; " + "; ".join(i.title for i in partial)
         return CriterionDraft(
             criterion_id=criterion.id, status="unscored", reason=INSUFFICIENT, rationale=detail,
-            citations=tuple(Citation(evidence_id=f.id) for f in failures),
+            citations=tuple(Citation(evidence_id=f.id) for f in failures) + tuple(_cite(i) for i in partial),
+            flags=reviewer_flags(bundle),
         )
     score, steps = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)
     level = next(level.descriptor for level in criterion.levels if level.score == score)

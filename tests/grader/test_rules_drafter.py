@@ -116,3 +116,12 @@ def test_a_crashed_static_rule_is_flagged():
     crashed = item("nki.rule_failure:kernel.py:small-dma", "nki.rule_failure", "medium")
     flags = draft(bundle(MATCHING, KERNEL_FACT, crashed)).criterion("tiling").flags
     assert [(f.code, f.evidence_id) for f in flags] == [("analyzer_failure", "nki.rule_failure:kernel.py:small-dma")]
+
+
+def test_a_simulator_limit_leaves_correctness_unscored_with_the_reason_cited():
+    limit = item("sim.incomplete:unsupported_op", "sim.incomplete", "medium", line=9,
+                 labels={"code": "unsupported_op"})
+    c = draft(bundle(KERNEL_FACT, limit)).criterion("kernel_correctness")
+    assert (c.status, c.score, c.reason) == ("unscored", None, "insufficient evidence")
+    assert [x.evidence_id for x in c.citations] == ["sim.incomplete:unsupported_op"]
+    assert "sim.incomplete:unsupported_op" in {f.evidence_id for f in c.flags}

@@ -89,13 +89,22 @@ def test_constraint_violation_names_code_line_and_tiling():
 def test_timeout_is_reported():
     slow = GOOD.replace("    return out", "    while True:\n        pass\n    return out")
     by_kind, _ = collect(submission(slow), timeout_s=2.0)
-    assert by_kind["sim.error"].labels["code"] == "timeout"
+    # A resource limit is the simulator's, not evidence that the kernel is wrong.
+    assert by_kind["sim.incomplete"].labels["code"] == "timeout" and "sim.error" not in by_kind
 
 
 def test_memory_limit_is_reported():
     hog = GOOD.replace("    return out", "    junk = np.ones((1024, 1024, 1024), np.float32)\n    return out")
     by_kind, _ = collect(submission(hog), memory_limit_bytes=2 * 2**30)
-    assert by_kind["sim.error"].labels["code"] == "memory_limit"
+    assert by_kind["sim.incomplete"].labels["code"] == "memory_limit"
+
+
+def test_an_op_the_simulator_lacks_is_incomplete_not_a_kernel_defect():
+    lacking = GOOD.replace("nl.add(x, y)", "nl.all_reduce(x, op=np.add, program_axes=[0])")
+    by_kind, _ = collect(submission(lacking))
+    item = by_kind["sim.incomplete"]
+    assert item.labels["code"] == "unsupported_op" and "all_reduce" in item.labels["message"]
+    assert item.severity == Severity.medium and "sim.error" not in by_kind
 
 
 def test_unsupported_dialect_and_reference_error():
