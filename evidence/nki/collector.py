@@ -79,6 +79,14 @@ def _headline(prefix: str, code: str, message: str) -> str:
     return f"{prefix}: {code}" + (f" — {first[:160]}" if first else "")
 
 
+def _rest(message: str) -> str:
+    """The message beyond what its headline already shows (empty for a short one-line message)."""
+    lines = message.strip().splitlines()
+    if len(lines) == 1 and len(lines[0]) <= 160:
+        return ""
+    return message.strip()
+
+
 class SimulationCollector(Collector):
     name = "nki-simulator"
     version = "1"
@@ -200,7 +208,7 @@ class SimulationCollector(Collector):
             out.append(self._item(
                 kind, (code,), severity, _headline(prefix, code, err.get("message", "")), crit,
                 location=self._loc(submission, err.get("file"), int(err.get("line") or 0)) or entry_loc,
-                detail=err.get("message", ""), labels={"code": code, "message": err.get("message", "")[:500]}))
+                detail=_rest(err.get("message", "")), labels={"code": code, "message": err.get("message", "")[:500]}))
         report = result.get("report")
         if report:
             for f in report.get("findings", []):
@@ -209,7 +217,7 @@ class SimulationCollector(Collector):
                     "sim.finding", (code, f.get("file"), f.get("line") or None), FINDING_SEVERITY.get(code, Severity.medium),
                     _headline("Simulator finding", code, f.get("message", "")), FINDING_CRITERIA.get(code, ("kernel_correctness",)),
                     location=self._loc(submission, f.get("file"), int(f.get("line") or 0)) or entry_loc,
-                    detail=f.get("message", ""), labels={"code": code, "message": f.get("message", "")[:500]}))
+                    detail=_rest(f.get("message", "")), labels={"code": code, "message": f.get("message", "")[:500]}))
         if status == "ok" and report:
             out.append(self._trace_item(submission, report, entry_loc))
             if ref is not None and ref.get("ok"):
@@ -252,8 +260,10 @@ class SimulationCollector(Collector):
                 Severity.critical if (not c.shape_ok or c.nan_count or c.inf_count) else Severity.high)
             title = (f"Output {i} matches the reference" if c.matches else
                      f"Output {i} does not match the reference" + ("" if c.shape_ok else " (shape differs)"))
-            detail = (f"rel L2 {c.rel_l2:.3g}, max abs {c.max_abs_err:.3g}, {c.mismatch_fraction:.2%} of "
-                      f"{c.elements} elements outside rtol={c.rtol:g} atol={c.atol:g}")
+            special = ", ".join(f"{n} {what}" for n, what in ((c.nan_count, "NaN"), (c.inf_count, "Inf")) if n)
+            detail = (f"{c.mismatch_fraction:.2%} of {c.elements} elements outside rtol={c.rtol:g} atol={c.atol:g}"
+                      + (f" ({special} where the reference is finite)" if special else "")
+                      + f"; over the finite elements: rel L2 {c.rel_l2:.3g}, max abs {c.max_abs_err:.3g}")
             items.append(self._item("sim.output", (i,), severity, title, ("kernel_correctness", "numerical_correctness"),
                                     location=loc, detail=detail, metrics=c.metrics(), labels=labels))
         return items
