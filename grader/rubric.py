@@ -141,12 +141,12 @@ def _check_kinds(rubric: Rubric, where: str) -> None:
         for pattern in (*crit.evidence_kinds, *crit.basis, *(r.when.kind for r in crit.rules)):
             if not known(pattern):
                 raise RubricError(f"unknown evidence kind {pattern!r}", where=where, field=f"criteria.{crit.id}")
-        for rule in crit.rules:
-            if not all(crit.cites(k) for k in kinds if kind_matches(rule.when.kind, k)):
-                raise RubricError(
-                    f"rule {rule.id!r} looks at {rule.when.kind!r}, which the criterion may not cite",
-                    where=where, field=f"criteria.{crit.id}.rules",
-                )
+        looked_at = [(f"rule {r.id!r} looks at", r.when.kind, "rules") for r in crit.rules]
+        looked_at += [("basis", b, "basis") for b in crit.basis]
+        for what, pattern, field in looked_at:
+            if not all(crit.cites(k) for k in kinds if kind_matches(pattern, k)):
+                raise RubricError(f"{what} {pattern!r}, which the criterion may not cite",
+                                  where=where, field=f"criteria.{crit.id}.{field}")
 
 
 def _check_structure(rubric: Rubric, where: str) -> None:

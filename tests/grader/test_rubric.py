@@ -75,6 +75,11 @@ def test_rule_may_only_look_at_citable_kinds():
         parse_rubric(text)
 
 
+def test_basis_must_be_citable():
+    with pytest.raises(RubricError, match="basis 'claims.claim', which the criterion may not cite"):
+        parse_rubric(rubric_text(criterion(kinds='["claims.methodology"]')))
+
+
 def test_unknown_criterion_in_shipped_rubric_dir_is_rejected():
     text = rubric_text(criterion().replace('id = "benchmarking"', 'id = "style"'))
     with pytest.raises(RubricError, match="unknown criteria"):
