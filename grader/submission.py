@@ -157,20 +157,30 @@ def load_submission(folder: str | Path, limits: Limits = Limits()) -> Submission
         raise SubmissionError("not a submission folder", where=str(root))
     if not manifest_path.is_file():
         raise SubmissionError(f"no {MANIFEST} in the folder", where=str(root))
-    raw = manifest_path.read_bytes()
+    try:
+        raw = manifest_path.read_bytes()
+    except OSError as exc:
+        raise SubmissionError(f"cannot read: {exc.strerror}", where=MANIFEST) from exc
     if len(raw) > limits.max_file_bytes:
         raise SubmissionTooLarge("manifest too large", where=MANIFEST)
-    data = parse_manifest_text(raw.decode("utf-8", errors="replace"))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SubmissionError(f"not UTF-8 text (byte {exc.start})", where=MANIFEST) from exc
+    data = parse_manifest_text(text)
     base = root.resolve()
 
     def read(rel: str) -> bytes | None:
         path = (base / rel).resolve()
         if base not in path.parents or not path.is_file():
             return None  # symlinks out of the folder count as missing
-        size = path.stat().st_size
-        if size > limits.max_file_bytes:  # refuse before reading a huge file into memory
-            raise SubmissionTooLarge(f"{size} bytes exceed the per-file limit of {limits.max_file_bytes}", where=rel)
-        return path.read_bytes()
+        try:
+            size = path.stat().st_size
+            if size > limits.max_file_bytes:  # refuse before reading a huge file into memory
+                raise SubmissionTooLarge(f"{size} bytes exceed the per-file limit of {limits.max_file_bytes}", where=rel)
+            return path.read_bytes()
+        except OSError as exc:
+            raise SubmissionError(f"cannot read: {exc.strerror}", where=rel) from exc
 
     return build_submission(data, read, limits)
 

@@ -128,3 +128,18 @@ def test_upload_missing_file():
     root = EXAMPLES / "matmul-tiled"
     with pytest.raises(SubmissionError, match="reference.file: file 'reference.py' not found"):
         submission_from_upload((root / "submission.toml").read_text(), {"kernel.py": (root / "kernel.py").read_text()})
+
+
+def test_non_utf8_sources_and_manifest_are_named(example_copy):
+    root = example_copy("matmul-tiled")
+    (root / "reference.py").write_bytes(b"def matmul_ref(a, b):\n    return a  # \xff\n")
+    assert str(_error(root)) == "reference.py: not UTF-8 text (byte 38)"
+    (root / "submission.toml").write_bytes(b"[task]\nid = \"\xfe\"\n")
+    assert str(_error(root)) == "submission.toml: not UTF-8 text (byte 12)"
+
+
+def test_unreadable_file_is_a_clear_error(example_copy):
+    root = example_copy("matmul-tiled")
+    (root / "kernel.py").unlink()
+    (root / "kernel.py").mkdir()  # a directory where a file should be: counts as missing
+    assert str(_error(root)) == "submission.toml: kernel.file: file 'kernel.py' not found"
