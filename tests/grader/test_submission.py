@@ -135,7 +135,7 @@ def test_non_utf8_sources_and_manifest_are_named(example_copy):
     (root / "reference.py").write_bytes(b"def matmul_ref(a, b):\n    return a  # \xff\n")
     assert str(_error(root)) == "reference.py: not UTF-8 text (byte 38)"
     (root / "submission.toml").write_bytes(b"[task]\nid = \"\xfe\"\n")
-    assert str(_error(root)) == "submission.toml: not UTF-8 text (byte 12)"
+    assert str(_error(root)) == "submission.toml: not UTF-8 text (byte 13)"
 
 
 def test_unreadable_file_is_a_clear_error(example_copy):
