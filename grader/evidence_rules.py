@@ -34,7 +34,8 @@ def item_matches(match: EvidenceMatch, item: EvidenceItem) -> bool:
             return False
     if match.label is not None:
         wanted = [match.equals] if isinstance(match.equals, str) else list(match.equals or [])
-        if item.labels.get(match.label) not in wanted:
+        value = item.labels.get(match.label)
+        if value is None or not any(kind_matches(w, value) for w in wanted):  # 'err_*' matches a prefix
             return False
     return True
 

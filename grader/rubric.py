@@ -40,7 +40,7 @@ class EvidenceMatch(BaseModel):
     op: Comparison = ">"
     value: float | None = None
     label: str | None = None
-    equals: str | list[str] | None = None
+    equals: str | list[str] | None = None  # a value ending in '*' matches a prefix, e.g. "err_*"
 
     @model_validator(mode="after")
     def _pairs(self) -> EvidenceMatch:

@@ -171,9 +171,13 @@ def load_submission(folder: str | Path, limits: Limits = Limits()) -> Submission
     base = root.resolve()
 
     def read(rel: str) -> bytes | None:
+        if not (base / rel).exists():
+            return None
         path = (base / rel).resolve()
-        if base not in path.parents or not path.is_file():
-            return None  # symlinks out of the folder count as missing
+        if base not in path.parents:
+            raise SubmissionError("links outside the submission folder", where=rel)
+        if not path.is_file():
+            raise SubmissionError("not a regular file", where=rel)
         try:
             size = path.stat().st_size
             if size > limits.max_file_bytes:  # refuse before reading a huge file into memory

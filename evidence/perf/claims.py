@@ -23,8 +23,8 @@ Schema (documented in docs/submission-format.md):
     baseline_dtype = "bfloat16"
     shapes = "x[300,1024]"
 
-Checks against physical bounds (claimed time below bytes / HBM bandwidth or FLOPs / peak) need the
-cost model and come with it.
+Coarse physical bounds are checked here (a claimed rate above the chip's peak, a latency below one
+DMA's fixed cost); bounds from the kernel's own FLOPs and bytes need the cost model and come with it.
 """
 
 from __future__ import annotations
@@ -101,6 +101,39 @@ class MethodGap:
 
 
 MIN_ITERATIONS = 10
+
+# Coarse physical bounds (REFERENCE §1, §5.1-§5.2). Per chip, and per NeuronCore when the claim's
+# device names a single core. Dense fp8 is the highest TensorE rate on each generation.
+PEAK_TFLOPS = {"trn1": {"chip": 190.0, "core": 92.0}, "trn2": {"chip": 1299.0, "core": 158.0}}
+HBM_GBPS = {"trn1": {"chip": 820.0, "core": 410.0}, "trn2": {"chip": 2900.0, "core": 375.0}}
+DMA_FIXED_COST_US = 1.3  # setup + descriptors + semaphores of one transfer (2026 DMA guide)
+_NOT_A_DEVICE = ("simulat", "cpu", "emulat", "estimate", "model")
+
+
+def _scope(method: Method) -> str:
+    device = (method.device or "").lower()
+    return "core" if "core" in device and "cores" not in device else "chip"
+
+
+def physical_gaps(claim: Claim, method: Method, target: str) -> list[MethodGap]:
+    """Claims no Trainium device can produce, whatever the kernel does."""
+    gaps: list[MethodGap] = []
+    scope = _scope(method)
+    gen = target if target in PEAK_TFLOPS else "trn2"
+    if claim.metric == "tflops" and claim.value > PEAK_TFLOPS[gen][scope]:
+        gaps.append(MethodGap("exceeds_peak_flops", "high",
+                              f"{claim.value:g} TFLOPS exceeds the {gen} {scope} peak of {PEAK_TFLOPS[gen][scope]:g} TFLOPS (dense fp8)"))
+    if claim.metric == "gbps" and claim.value > HBM_GBPS[gen][scope]:
+        gaps.append(MethodGap("exceeds_hbm_bandwidth", "high",
+                              f"{claim.value:g} GB/s exceeds the {gen} {scope} HBM bandwidth of {HBM_GBPS[gen][scope]:g} GB/s"))
+    if claim.metric == "latency_us" and claim.value < DMA_FIXED_COST_US:
+        gaps.append(MethodGap("below_dma_fixed_cost", "high",
+                              f"{claim.value:g} us is below the ~{DMA_FIXED_COST_US} us fixed cost of a single DMA transfer"))
+    device = (method.device or "").lower()
+    if method.source == "measured" and any(w in device for w in _NOT_A_DEVICE):
+        gaps.append(MethodGap("measured_off_device", "high",
+                              f"labelled measured, but the device is {method.device!r}: not a Trainium measurement"))
+    return gaps
 
 
 def methodology_gaps(claim: Claim, method: Method) -> list[MethodGap]:

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.perf.claims import methodology_gaps, parse_claims
+from evidence.perf.claims import methodology_gaps, parse_claims, physical_gaps
 from evidence.submission import Submission
 
 
@@ -19,10 +19,11 @@ def _line_of(text: str, needle: str) -> int:
 
 class ClaimsCollector(Collector):
     name = "claims"
-    version = "0.1.0"
+    version = "0.2.0"
     kinds: ClassVar[dict[str, str]] = {
         "claims.claim": "a benchmark claim as stated by the author (metric, value, baseline, method)",
-        "claims.methodology": "a gap in how a claim was obtained (no warm-up, unsynchronised timer, mismatched baseline, ...)",
+        "claims.methodology": "a gap in how a claim was obtained (no warm-up, unsynchronised timer, mismatched "
+                              "baseline, ...) or a claim beyond coarse physical bounds (peak FLOPs, HBM bandwidth)",
     }
 
     def applies(self, submission: Submission) -> bool:
@@ -48,7 +49,8 @@ class ClaimsCollector(Collector):
                 detail=f"baseline: {claim.baseline or 'none'}; method: {method.model_dump(exclude_none=True)}",
                 metrics=metrics, labels=labels, criteria=("benchmarking", "performance"),
             ))
-            for gap in methodology_gaps(claim, method):
+            gaps = methodology_gaps(claim, method) + physical_gaps(claim, method, submission.manifest.task.target)
+            for gap in gaps:
                 items.append(EvidenceItem(
                     id=make_id("claims.methodology", claim.id, gap.code), kind="claims.methodology",
                     analyzer=self.analyzer, severity=Severity(gap.severity), title=f"Claim {claim.id}: {gap.message}",

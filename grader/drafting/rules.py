@@ -10,9 +10,12 @@ from __future__ import annotations
 from evidence.model import EvidenceBundle, EvidenceItem, kind_matches
 from evidence.static.injection_collector import INJECTION_KIND
 
-# Items that say part of an analyzer's evidence is missing: a static rule crashed on a file, or the
-# simulator could not finish (an op it lacks, a resource limit). Reviewers see them as flags.
-PARTIAL_FAILURE_KINDS = ("nki.rule_failure", "sim.incomplete")
+# Items that say part of an analyzer's evidence is missing: a static rule crashed on a file, the
+# simulator could not finish (an op it lacks, a resource limit), or the reference failed so there is
+# nothing to compare against. Reviewers see them as flags.
+PARTIAL_FAILURE_KINDS = ("nki.rule_failure", "sim.incomplete", "sim.reference_error")
+# Items that explain why a criterion's basis is absent; named in the rationale of an unscored criterion.
+WHY_MISSING_KINDS = (*PARTIAL_FAILURE_KINDS, "sim.error")
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
@@ -68,7 +71,7 @@ def draft_criterion(criterion: Criterion, submission: Submission, bundle: Eviden
     outcome = evaluate_rules(criterion, bundle)
     if not outcome.basis:
         failures = list(bundle.failures)
-        partial = [i for i in bundle.of_kind(*PARTIAL_FAILURE_KINDS) if criterion.cites(i.kind)]
+        partial = bundle.of_kind(*WHY_MISSING_KINDS)
         detail = f"{INSUFFICIENT}: none of {list(criterion.basis)} was produced"
         if failures:
             detail += "; failed analyzers: " + ", ".join(f"{f.analyzer} ({f.error_type})" for f in failures)
@@ -76,7 +79,8 @@ def draft_criterion(criterion: Criterion, submission: Submission, bundle: Eviden
             detail += "; " + "; ".join(i.title for i in partial)
         return CriterionDraft(
             criterion_id=criterion.id, status="unscored", reason=INSUFFICIENT, rationale=detail,
-            citations=tuple(Citation(evidence_id=f.id) for f in failures) + tuple(_cite(i) for i in partial),
+            citations=tuple(Citation(evidence_id=f.id) for f in failures)
+            + tuple(_cite(i) for i in partial if criterion.cites(i.kind)),
             flags=reviewer_flags(bundle),
         )
     score, steps = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)

@@ -141,5 +141,14 @@ def test_non_utf8_sources_and_manifest_are_named(example_copy):
 def test_unreadable_file_is_a_clear_error(example_copy):
     root = example_copy("matmul-tiled")
     (root / "kernel.py").unlink()
-    (root / "kernel.py").mkdir()  # a directory where a file should be: counts as missing
-    assert str(_error(root)) == "submission.toml: kernel.file: file 'kernel.py' not found"
+    (root / "kernel.py").mkdir()  # a directory where a file should be
+    assert str(_error(root)) == "kernel.py: not a regular file"
+
+
+def test_symlink_out_of_the_folder_is_refused(example_copy, tmp_path):
+    root = example_copy("matmul-tiled")
+    outside = tmp_path / "secret.py"
+    outside.write_text("def matmul_ref(a, b):\n    return a\n")
+    (root / "reference.py").unlink()
+    (root / "reference.py").symlink_to(outside)
+    assert str(_error(root)) == "reference.py: links outside the submission folder"
