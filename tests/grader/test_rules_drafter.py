@@ -125,3 +125,24 @@ def test_a_simulator_limit_leaves_correctness_unscored_with_the_reason_cited():
     assert (c.status, c.score, c.reason) == ("unscored", None, "insufficient evidence")
     assert [x.evidence_id for x in c.citations] == ["sim.incomplete:unsupported_op"]
     assert "sim.incomplete:unsupported_op" in {f.evidence_id for f in c.flags}
+
+
+def test_constraint_errors_not_python_errors_decide_the_platform_score():
+    constraint = item("sim.error:err_num_partition_exceed_arch_limit", "sim.error", "critical", line=9,
+                      labels={"code": "err_num_partition_exceed_arch_limit"})
+    python = item("sim.error:python_error", "sim.error", "critical", line=9, labels={"code": "python_error"})
+    assert draft(bundle(KERNEL_FACT, constraint)).criterion("neuron_platform").score == 1
+    assert draft(bundle(KERNEL_FACT, python)).criterion("neuron_platform").score == 5
+    assert draft(bundle(KERNEL_FACT, python)).criterion("kernel_correctness").score == 1
+
+
+def test_trace_based_criteria_are_unscored_without_a_trace_and_say_why():
+    stopped = item("sim.error:python_error", "sim.error", "critical", line=9, labels={"code": "python_error"})
+    c = draft(bundle(KERNEL_FACT, stopped)).criterion("memory_hierarchy")
+    assert c.status == "unscored" and "sim.error:python_error" in c.rationale
+
+
+def test_an_all_wrong_output_caps_at_1_even_when_few_elements_exceed_the_tolerance():
+    zeros = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.002, "nan_count": 0.0, "rel_l2": 1.0})
+    d = draft(bundle(zeros, KERNEL_FACT))
+    assert d.criterion("kernel_correctness").score == 1 and d.criterion("numerical_correctness").score == 1
