@@ -22,18 +22,27 @@ FP32_RTOL = 1e-3
 
 
 @lru_cache(maxsize=32)
-def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | None, fp32_required: bool) -> Analysis:
+def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | None,
+              options: tuple[tuple[str, object], ...]) -> Analysis:
     bindings = [InputBinding(name, shape, dtype, value) for name, shape, dtype, value in inputs]
-    return analyze(source, file=file, inputs=bindings, entry=entry, options={"fp32_required": fp32_required})
+    return analyze(source, file=file, inputs=bindings, entry=entry, options=dict(options))
+
+
+def task_options(submission: Submission) -> dict[str, object]:
+    """The task facts rules may use: fp32_required (the stated rtol is tighter than bf16 allows),
+    task_rtol (None when the task states no tolerance) and the SPMD grid."""
+    m = submission.manifest
+    return {"fp32_required": m.task.rtol is not None and m.task.rtol < FP32_RTOL,
+            "task_rtol": m.task.rtol, "grid": tuple(m.kernel.grid)}
 
 
 def kernel_analysis(submission: Submission) -> Analysis:
     """The (cached) static analysis of the submission's kernel file, with its input shapes and
-    the task facts rules may use (fp32_required from the task's stated rtol)."""
+    the task facts of `task_options`."""
     m = submission.manifest
     inputs = tuple((i.name, tuple(i.shape), i.dtype, i.value) for i in m.inputs)
-    fp32 = m.task.rtol is not None and m.task.rtol < FP32_RTOL
-    return _analysis(submission.kernel_source, m.kernel.file, inputs, m.kernel.entry, fp32)
+    options = tuple(sorted(task_options(submission).items()))
+    return _analysis(submission.kernel_source, m.kernel.file, inputs, m.kernel.entry, options)
 
 
 class NkiStaticCollector(Collector):

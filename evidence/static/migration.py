@@ -4,7 +4,8 @@ Each aspect is one `migration.*` item whose labels carry the `verdict`, a `cuda`
 `nki` summary, so a reviewer (or drafter) sees both sides and the rule that decided. The mapping
 follows REFERENCE §6: threads become tiles on 128 partitions, shared-memory tiles become SBUF
 tiles, warp/block reductions become free-axis reductions, atomics become PSUM accumulation or
-explicit reductions; per-element loops that replay the CUDA thread structure are a surface port.
+explicit reductions; per-element loops, or one SPMD instance per CUDA block/row with 1-partition
+tiles, replay the CUDA thread structure and are a surface port.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class NkiSide:
     acc_dtypes: set[str]
     reductions: list[str]
     thread_emulation: int
+    emulation: list[str]  # how each thread-emulation finding replays CUDA threads, with its line
+    per_thread_loops: bool  # threads replayed by loops (not only one instance per row): barriers, shuffles lost
     tile_partitions: int  # largest known partition count of a loaded/computed tile
     n_loads: int
     atomic_like: list[str]
@@ -72,7 +75,11 @@ def nki_side(a: Analysis) -> NkiSide:
                 if s.kind == "aug" and isinstance(s.value, Tensor) and s.value.origin == "matmul":
                     atomic_like.append("psum += matmul")
     kernel = next((f for f in a.functions if f.is_kernel), a.functions[0] if a.functions else None)
-    return NkiSide(acc, reductions, sum(f.rule == "thread-emulation" for f in a.findings), parts, loads, atomic_like,
+    emulation = [(f"one SPMD instance per row with {int(f.metrics.get('tile_partitions', 1))}-partition tiles"
+                  if f.labels.get("pattern") == "spmd_instance_per_row" else "per-element/per-row loop on 1-partition tiles")
+                 + f" (line {f.start})" for f in a.findings if f.rule == "thread-emulation"]
+    loops = any(f.rule == "thread-emulation" and f.labels.get("pattern") != "spmd_instance_per_row" for f in a.findings)
+    return NkiSide(acc, reductions, len(emulation), emulation, loops, parts, loads, atomic_like,
                    any(c.name == "nl.device_print" for fn in a.functions for c in fn.calls),
                    (kernel.start, kernel.end) if kernel else (1, 1))
 
@@ -117,8 +124,8 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     uses = sum(sum(k.builtins.values()) for k in kernels)
     cuda_idx = f"{uses} threadIdx/blockIdx/blockDim uses in {', '.join(k.name for k in kernels) or 'no kernel'}"
     emulated = nki.thread_emulation > 0
-    nki_idx = (f"{nki.thread_emulation} per-element/per-row loop(s) on 1-partition tiles" if emulated
-               else f"tiles of up to {nki.tile_partitions} partitions, no per-element loops")
+    nki_idx = (f"CUDA threads replayed: {'; '.join(nki.emulation)}" if emulated
+               else f"tiles of up to {nki.tile_partitions} partitions, no per-element loops or per-row instances")
     emit("thread_indexing", "thread_emulation" if emulated else "tile_level", cuda_idx, nki_idx, "threads vs tiles",
          ("migration_fidelity", "tiling", "performance"), metrics={"thread_emulation_loops": float(nki.thread_emulation),
                                                                     "max_tile_partitions": float(nki.tile_partitions)})
@@ -145,19 +152,23 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     emit("atomics", verdict, ", ".join(atomics) or "no atomics", nki_atom, "atomics", ("migration_fidelity",))
 
     # Idioms without an NKI equivalent (REFERENCE §6).
+    # An instance per row still reduces its row as a tile (barriers and shuffles map to nl.sum and
+    # friends); only per-thread loops leave those idioms replayed rather than replaced.
+    threads = nki.per_thread_loops
     idioms: dict[str, bool] = {}
     if cuda.warp:
-        idioms["warp_shuffle"] = bool(nki.reductions) and not emulated
+        idioms["warp_shuffle"] = bool(nki.reductions) and not threads
     if cuda.syncs:
-        idioms["block_barrier"] = not emulated
+        idioms["block_barrier"] = not threads
     for e in cuda.other_idioms:
-        idioms[e.what] = e.what == "printf" or not emulated
+        idioms[e.what] = e.what == "printf" or not threads
     if any(e.what in ("atomicCAS", "atomicMin", "atomicMax", "atomicExch") for e in cuda.atomics):
-        idioms["atomic_cas_minmax"] = bool(nki.reductions) and not emulated
+        idioms["atomic_cas_minmax"] = bool(nki.reductions) and not threads
     verdict = "none" if not idioms else ("handled" if all(idioms.values()) else "unhandled")
     cuda_id = ", ".join(sorted(idioms)) or "none"
     nki_id = (f"reductions: {', '.join(sorted(set(nki.reductions)))}" if nki.reductions else "no NKI reductions") + (
-        "; CUDA thread structure replayed per element" if emulated else "")
+        "; CUDA thread structure replayed per element" if threads else
+        "; one SPMD instance per CUDA block/row" if emulated else "")
     emit("idioms", verdict, cuda_id, nki_id, "CUDA-only idioms", ("migration_fidelity", "neuron_platform"),
          extra={f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())})
     return out

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
-from evidence.static.model import CallInfo
+from evidence.static.model import CallInfo, FunctionInfo
 from evidence.static.rulekit import matmul_operands
+from evidence.static.shapes import ALLOC_CALLS, LOW_PRECISION, Tensor
+
+_HBM = ("shared_hbm", "hbm", "private_hbm")
 
 
 class Fp32MatmulOperands(Rule):
@@ -13,8 +16,10 @@ class Fp32MatmulOperands(Rule):
 
     TensorE runs fp32 at a quarter of the bf16/fp16/tf32 rate (about 20 vs 79 TFLOPS per Trn2
     core) while accumulating in fp32 PSUM either way, so fp32 operands cost 4x for little accuracy
-    gain (REFERENCE §4, §5.2). Acceptable only when the task demands fp32 products (a
-    tolerance tighter than bf16 allows), which the collector passes as `fp32_required`.
+    gain (REFERENCE §4, §5.2). Acceptable when the task demands fp32 products: a stated tolerance
+    tighter than bf16 allows (the collector passes `fp32_required`) raises nothing; a task that
+    states no tolerance on an fp32 output is compared at the fp32 default, so there the finding is
+    only a low-severity performance note on the author's accuracy choice.
 
     Fix: load or cast the operands to bfloat16 (or tf32/fp8) before the matmul; keep fp32 for
     the PSUM accumulator and the statistics.
@@ -35,11 +40,50 @@ class Fp32MatmulOperands(Rule):
                 inputs={"a": ((128, 128), "float32"), "b": ((128, 512), "float32")}, line=5),
     ]
 
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._pending: dict[int, list[tuple[CallInfo, list[str]]]] = {}
+
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ("nl.matmul", "nisa.nc_matmul") or self.ctx.options.get("fp32_required"):
             return
         s, m, *_ = matmul_operands(self.ctx, call)
-        dtypes = [t.dtype for t in (s, m) if t is not None]
-        if "float32" in dtypes:
-            self.report(call.node, f"{call.name} with float32 operands runs TensorE at 1/4 rate",
-                        metrics={"rate_penalty": 4}, labels={"operand_dtypes": ",".join(d or "?" for d in dtypes)})
+        dtypes = [t.dtype or "?" for t in (s, m) if t is not None]
+        if "float32" in dtypes:  # judged at the end of the function, once its output dtype is known
+            self._pending.setdefault(id(call.function), []).append((call, dtypes))
+
+    def _output_dtype(self, function: FunctionInfo) -> str | None:
+        """dtype of the function's HBM output allocation; else the common dtype of the tensor inputs."""
+        outs = {c.value.dtype for c in function.calls
+                if c.name in ALLOC_CALLS and isinstance(c.value, Tensor) and c.value.buffer in _HBM and c.value.dtype}
+        if len(outs) == 1:
+            return outs.pop()
+        ins = {i.dtype for i in self.ctx.inputs if i.value is None}
+        return ins.pop() if len(ins) == 1 and not outs else None
+
+    def leave_function(self, function: FunctionInfo) -> None:
+        pending = self._pending.pop(id(function), None)
+        if not pending:
+            return
+        severity, labels = None, {}
+        if "task_rtol" not in self.ctx.options:  # no task facts (bare analysis): the generic reading
+            why = "bf16 operands would likely meet a bf16-level tolerance"
+        elif (rtol := self.ctx.options["task_rtol"]) is not None:
+            why = f"the task's stated rtol {rtol:g} does not need fp32 products (bf16 keeps 8 significant bits)"
+            labels = {"tolerance": "stated", "task_rtol": f"{rtol:g}"}
+        else:
+            out = self._output_dtype(function)
+            labels = {"tolerance": "unstated", "output_dtype": out or "unknown"}
+            if out in LOW_PRECISION:
+                why = (f"the task states no tolerance and the {out} output is compared at its own "
+                       f"{out}-level default tolerance, which bf16 operands meet")
+            else:
+                # fp32 output, no stated tolerance: the fp32 default applies and bf16 products may miss it.
+                severity = Severity.low
+                why = ("the task states no tolerance, so the fp32 output is compared at the fp32-level default "
+                       "tolerance, which bf16 products may not meet: the author's accuracy choice, a rate cost "
+                       "rather than a precision flaw")
+        for call, dtypes in pending:
+            self.report(call.node, f"{call.name} with float32 operands runs TensorE at 1/4 rate; {why}",
+                        metrics={"rate_penalty": 4}, severity=severity,
+                        labels={"operand_dtypes": ",".join(dtypes), **labels})

@@ -1,28 +1,36 @@
-"""thread-emulation: per-element or per-row loops that reproduce CUDA threads."""
+"""thread-emulation: per-element or per-row loops, or one SPMD instance per row, that reproduce CUDA threads."""
 
 from __future__ import annotations
 
 import math
 
+import libcst as cst
+
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
-from evidence.static.model import CallInfo, LoopInfo
+from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, LoopInfo
 from evidence.static.rulekit import DMA_CALLS, ELEMENTWISE
+from evidence.static.shapes import Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+_PID_CALLS = ("nl.program_id",)
+# A program_id-indexed transfer narrower than this is a CUDA block's row, not an NKI tile.
+_PID_MAX_PARTITIONS = 8
 
 
 class ThreadEmulation(Rule):
-    """Flags loops whose body moves or computes tiles of one partition (or one element): a loop
-    standing in for CUDA threads.
+    """Flags loops whose body moves or computes tiles of one partition (or one element), and SPMD
+    kernels whose `program_id`-indexed transfers are under 8 partitions (one instance per CUDA
+    block or row): code standing in for CUDA threads and blocks.
 
     NKI's unit of work is a tile instruction over up to 128 partitions; a 1-partition tile uses
     1/128 of every engine and pays the full fixed cost (~64-100 cycles per instruction, ~1.3 µs
-    per DMA) for each element or row. Per-element loops are the pathological case of the
-    performance guide (REFERENCE §5.3 rule 5, §6).
+    per DMA) for each element or row. A grid with one instance per row does the same across
+    instances: each runs a few tiny instructions and DMAs (REFERENCE §5.3 rule 5, §6).
 
-    Fix: put 128 rows on the partition axis and process whole tiles; express per-element logic
-    with index expressions, masks, `nl.where` or `tensor_tensor_scan`.
+    Fix: put 128 rows on the partition axis and process whole tiles (let each SPMD instance own a
+    block of 128 rows); express per-element logic with index expressions, masks, `nl.where` or
+    `tensor_tensor_scan`.
     """
 
     id = "thread-emulation"
@@ -32,19 +40,83 @@ class ThreadEmulation(Rule):
     VALID = [
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(4):\n        x = nl.load(a[i * 128:(i + 1) * 128, :])\n"
               "        y = nl.exp(x)\n", inputs={"a": ((512, 256), "float32")}),
+        # One SPMD instance per block of 128 rows is the NKI way to use a grid.
+        Valid(_HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+              "    b = nl.program_id(0)\n    x = nl.load(a[b * 128:(b + 1) * 128, :])\n"
+              "    nl.store(out[b * 128:(b + 1) * 128, :], value=nl.exp(x))\n    return out\n",
+              inputs={"a": ((512, 256), "float32")}),
+        # A batch index from program_id picks a whole [128, F] slab.
+        Valid(_HEAD + "@nki.jit\ndef k(a):\n    h = nl.program_id(axis=0)\n    x = nl.load(a[h])\n    y = nl.exp(x)\n",
+              inputs={"a": ((4, 128, 64), "float32")}),
+        # A 1-partition load that program_id does not index (a bias row) is not a thread.
+        Valid(_HEAD + "@nki.jit\ndef k(a, bias):\n    b = nl.program_id(0)\n    w = nl.load(bias[0:1, :])\n"
+              "    x = nl.load(a[b * 128:(b + 1) * 128, :])\n", inputs={"a": ((512, 256), "float32"), "bias": ((1, 256), "float32")}),
     ]
     INVALID = [
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(512):\n        x = nl.load(a[i:i + 1, :])\n"
                 "        y = nl.exp(x)\n", inputs={"a": ((512, 256), "float32")}, line=6),
         _HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(64):\n        for j in nl.affine_range(64):\n"
-        "            x = nl.load(a[i, j])\n", 
+        "            x = nl.load(a[i, j])\n",
+        # CUDA block-per-row port: one instance per row, a 1-partition tile each.
+        Invalid(_HEAD + "@nki.jit\ndef k(x):\n    out = nl.ndarray((256, 1), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+                "    row = nl.program_id(0)\n    t = nl.load(x[row:row + 1, :])\n"
+                "    s = nl.sum(t, axis=[1], keepdims=True)\n    nl.store(out[row:row + 1, :], value=s)\n    return out\n",
+                inputs={"x": ((256, 1024), "float32")}, line=7),
+        Invalid(_HEAD + "@nki.jit\ndef k(x, y):\n    t = nl.load(x[nl.program_id(0), :])\n    nl.store(y[nl.program_id(0), :], value=t)\n",
+                inputs={"x": ((256, 1024), "float32"), "y": ((256, 1024), "float32")}, line=5),
+        Invalid(_HEAD + "@nki.jit\ndef k(x):\n    r = nl.program_id(0)\n    c = r + 0\n    t = nl.load(x[nl.ds(c, 1), :])\n",
+                inputs={"x": ((256, 1024), "float32")}, line=7),
     ]
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self._hits: dict[int, list[CallInfo]] = {}
+        self._pid_names: set[str] = set()
+        self._pid_hits: dict[int, list[tuple[CallInfo, Tensor]]] = {}
+        self._loop_reported: set[int] = set()  # functions already flagged by the loop form
 
+    # -- program_id provenance --------------------------------------------------------------
+    def _reads_pid(self, node: cst.CSTNode | None) -> bool:
+        if node is None:
+            return False
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Name) and n.value in self._pid_names:
+                return True
+            if isinstance(n, cst.Call) and self.ctx.ev.api_name(n.func) in _PID_CALLS:
+                return True
+            stack.extend(n.children)
+        return False
+
+    def on_assign(self, assign: AssignInfo) -> None:
+        if assign.kind == "bind" and assign.target and not assign.subscripted and self._reads_pid(assign.value_node):
+            self._pid_names.add(assign.target)
+
+    def _pid_tile(self, call: CallInfo) -> Tensor | None:
+        """The HBM view of a DMA whose index reads program_id, when it is under 8 partitions."""
+        if call.name == "nl.load":
+            sides = [call.arg(0, "src")]
+        elif call.name == "nl.store":
+            sides = [call.arg(0, "dst")]
+        elif call.name == "nisa.dma_copy":
+            sides = [call.arg(None, "dst") or call.arg(0), call.arg(None, "src") or call.arg(1)]
+        else:
+            return None
+        for node in sides:
+            if not isinstance(node, cst.Subscript) or not any(self._reads_pid(el.slice) for el in node.slice):
+                continue
+            view = self.ctx.value(node)
+            if isinstance(view, Tensor) and view.partitions is not None and view.partitions < _PID_MAX_PARTITIONS:
+                return view
+        return None
+
+    # -- hooks ------------------------------------------------------------------------------
     def on_call(self, call: CallInfo) -> None:
+        if call.name in DMA_CALLS and call.function is not None:
+            view = self._pid_tile(call)
+            if view is not None:
+                self._pid_hits.setdefault(id(call.function), []).append((call, view))
         if not call.loops or (call.name not in DMA_CALLS and call.name not in ELEMENTWISE):
             return
         t = call.tensor
@@ -65,7 +137,27 @@ class ThreadEmulation(Rule):
         first = calls[0]
         elems = first.tensor.free_elems if first.tensor else None
         what = "one element" if elems == 1 else "one partition"
+        if first.function is not None:
+            self._loop_reported.add(id(first.function))
         self.report((first.start, first.end),
                     f"loop at line {loop.start} processes {what} per instruction ({len(calls)} calls, {trips} iterations)",
                     metrics={"trip_count": trips, "tile_partitions": 1, "tile_elements": elems, "n_ops": len(calls),
-                             "loop_line": loop.start})
+                             "loop_line": loop.start}, labels={"pattern": "loop"})
+
+    def leave_function(self, function: FunctionInfo) -> None:
+        hits = self._pid_hits.pop(id(function), None)
+        if not hits or id(function) in self._loop_reported:
+            return
+        grid = self.ctx.options.get("grid") or ()
+        instances = math.prod(int(g) for g in grid) if grid else None
+        if instances is not None and instances < 2:  # a single instance is not a thread grid
+            return
+        first, view = hits[0]
+        parts = max(v.partitions or 1 for _, v in hits)
+        elems = view.free_elems
+        grid_text = f"a grid of {instances} instances" if instances else "an SPMD grid"
+        self.report((first.start, first.end),
+                    f"one SPMD instance per CUDA block/row: {len(hits)} program_id-indexed transfer(s) of "
+                    f"{parts} partition(s) each over {grid_text}",
+                    metrics={"grid_instances": instances, "tile_partitions": parts, "tile_elements": elems,
+                             "n_ops": len(hits)}, labels={"pattern": "spmd_instance_per_row"})

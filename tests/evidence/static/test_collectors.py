@@ -91,6 +91,58 @@ def test_fp32_operands_are_accepted_when_the_task_tolerance_needs_fp32():
     assert "nki.fp32-matmul-operands" not in kinds(1e-5)
 
 
+_MM = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+       "@nki.jit\ndef k(a, b):\n    out = nl.ndarray((128, 512), dtype=nl.{out}, buffer=nl.shared_hbm)\n"
+       "    x = nl.load(a)\n    y = nl.load(b)\n    c = nl.matmul(x, y, transpose_x=True)\n"
+       "    nl.store(out, value=c)\n    return out\n")
+
+
+def _fp32_finding(rtol, out="float32"):
+    manifest = Manifest.model_validate({
+        "task": {"id": "mm", "title": "mm", **({"rtol": rtol} if rtol is not None else {})},
+        "kernel": {"file": "k.py", "entry": "k"},
+        "inputs": [{"name": "a", "shape": [128, 128], "dtype": "float32"},
+                   {"name": "b", "shape": [128, 512], "dtype": "float32"}]})
+    items = NkiStaticCollector().collect(Submission(manifest=manifest, files={"k.py": _MM.format(out=out)}))
+    found = [i for i in items if i.kind == "nki.fp32-matmul-operands"]
+    return found[0] if found else None
+
+
+def test_fp32_operands_message_states_the_tolerance_reasoning():
+    stated = _fp32_finding(2e-2)
+    assert stated.severity.value == "medium" and stated.labels["tolerance"] == "stated"
+    assert "stated rtol 0.02" in stated.title
+    # No stated tolerance, fp32 output: the fp32 default applies, so fp32 operands are a defensible
+    # accuracy choice; still a (low) rate cost, and the message says why.
+    unstated = _fp32_finding(None)
+    assert unstated.severity.value == "low" and unstated.labels["tolerance"] == "unstated"
+    assert "states no tolerance" in unstated.title and "may not meet" in unstated.title
+    assert unstated.labels["output_dtype"] == "float32"
+    # No stated tolerance but a bf16 output: its bf16 default is met by bf16 operands.
+    bf16_out = _fp32_finding(None, out="bfloat16")
+    assert bf16_out.severity.value == "medium" and "which bf16 operands meet" in bf16_out.title
+    assert _fp32_finding(1e-5) is None
+
+
+def test_manifest_grid_reaches_the_thread_emulation_rule():
+    kernel = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n@nki.jit\ndef k(x):\n"
+              "    out = nl.ndarray((256, 1), dtype=nl.float32, buffer=nl.shared_hbm)\n    row = nl.program_id(0)\n"
+              "    t = nl.load(x[row:row + 1, :])\n    nl.store(out[row:row + 1, :], value=nl.sum(t, axis=[1], keepdims=True))\n"
+              "    return out\n")
+
+    def finding(grid):
+        manifest = Manifest.model_validate({
+            "task": {"id": "rs", "title": "rs"}, "kernel": {"file": "k.py", "entry": "k", "grid": grid},
+            "inputs": [{"name": "x", "shape": [256, 1024], "dtype": "float32"}]})
+        items = NkiStaticCollector().collect(Submission(manifest=manifest, files={"k.py": kernel}))
+        return [i for i in items if i.kind == "nki.thread-emulation"]
+
+    [item] = finding([256])
+    assert item.labels["pattern"] == "spmd_instance_per_row" and item.metrics["grid_instances"] == 256
+    assert item.location.start_line == 7 and "grid of 256 instances" in item.title
+    assert finding([1]) == []
+
+
 def test_a_crashing_rule_becomes_a_rule_failure_item(monkeypatch):
     from evidence.static import collectors
     from evidence.static.rules.hoistable_load import HoistableLoad
