@@ -1,9 +1,12 @@
 """The simulation evidence collector ("nki-simulator").
 
-For a submission with a reference and inputs, it runs kernel and reference in a child process
-(`python -m evidence.nki.runner`) with a wall-clock timeout, address-space/CPU/file-size rlimits
-and a scrubbed environment, then turns the outcome into evidence items: one `sim.output` per
-output (numbers from evidence.numerics.compare), `sim.error`, `sim.finding`, one `sim.trace`,
+For a submission with a reference and inputs, it runs the kernel and then the reference in a child
+process (`python -m evidence.nki.runner`) with address-space/CPU/file-size rlimits and a scrubbed
+environment; the kernel phase has `timeout_s`, the reference phase (after the kernel's result is
+checkpointed) `reference_timeout_s`, so a failing reference is `sim.reference_error` (label `code`)
+and the kernel's trace and findings are kept. The outcome becomes evidence items: one `sim.output`
+per output (numbers and tolerance policy from evidence.numerics.compare, unwritten elements from the
+simulator's write tracking), `sim.error`, `sim.incomplete`, `sim.finding`, one `sim.trace`,
 `sim.unsupported_dialect`, `sim.reference_error`. Full sandboxing is a later issue (DESIGN §7).
 """
 
@@ -16,13 +19,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.numerics.compare import compare
+from evidence.numerics.compare import coarser_dtype, compare
 from evidence.submission import Submission
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +104,8 @@ class SimulationCollector(Collector):
         "sim.unsupported_dialect": "kernel is in the standalone nki 0.3+ dialect, which is not simulated",
         "sim.reference_error": "the submission's reference function failed",
     }
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # the kernel phase
+    reference_timeout_s: float = 60.0  # the reference phase, which starts when the kernel's result is saved
     memory_limit_bytes: int = 6 * 2**30
     cpu_limit_s: int = 300
     seed: int = 0
@@ -130,21 +135,24 @@ class SimulationCollector(Collector):
                 "target": m.task.target, "inputs": [s.model_dump() for s in m.inputs], "seed": self.seed,
                 "reference_file": m.reference.file if m.reference else None,
                 "reference_entry": m.reference.entry if m.reference else None,
+                "reference_timeout_s": self.reference_timeout_s,
             }
             (job_dir / "job.json").write_text(json.dumps(job))
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "evidence.nki.runner", str(job_dir)], cwd=job_dir, env=scrubbed_env(),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=self._limits,
-            )
-            try:
-                _, stderr = proc.communicate(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
-                return {"status": "error", "error": {"code": "timeout", "message": f"the simulation did not finish "
-                        f"within {self.timeout_s:g} s", "file": None, "line": 0}}, {}
+            stderr_path = job_dir / "stderr.txt"
+            with open(stderr_path, "wb") as err_file:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "evidence.nki.runner", str(job_dir)], cwd=job_dir, env=scrubbed_env(),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err_file, preexec_fn=self._limits,
+                )
+                timed_out = self._wait(proc, job_dir / "result.json")
+            with open(stderr_path, "rb") as f:
+                f.seek(max(0, stderr_path.stat().st_size - 20000))
+                stderr = f.read()
             result_path = job_dir / "result.json"
-            if not result_path.exists():
+            if not result_path.exists():  # the child died in the kernel phase
+                if timed_out:
+                    return {"status": "error", "error": {"code": "timeout", "message": f"the simulation did not finish "
+                            f"within {self.timeout_s:g} s", "file": None, "line": 0}}, {}
                 rc = proc.returncode
                 code = "cpu_limit" if rc in (-signal.SIGXCPU, -signal.SIGKILL) else "memory_limit" if (
                     b"MemoryError" in stderr) else "crashed"
@@ -152,12 +160,46 @@ class SimulationCollector(Collector):
                 return {"status": "error", "error": {"code": code, "message": f"simulator process ended with code "
                         f"{rc} {tail[0][:300]}".strip(), "file": None, "line": 0}}, {}
             result = json.loads(result_path.read_text())
+            if result.get("phase") == "reference":  # the kernel's checkpoint: the reference never finished
+                result["reference"] = self._reference_death(proc.returncode, timed_out, stderr)
             arrays: dict[str, np.ndarray] = {}
             npz = job_dir / "outputs.npz"
             if npz.exists():
                 with np.load(npz, allow_pickle=False) as data:
                     arrays = {k: data[k] for k in data.files}
             return result, arrays
+
+    def _wait(self, proc: subprocess.Popen, checkpoint: Path) -> bool:
+        """Wait for the child: `timeout_s` for the kernel phase, then `reference_timeout_s` (+ grace for
+        the child's own alarm) from the moment the kernel's checkpoint appears. True when it was killed."""
+        start = time.monotonic()
+        ref_start = None
+        delay = 0.005
+        while True:
+            try:
+                proc.wait(timeout=delay)
+                return False
+            except subprocess.TimeoutExpired:
+                pass
+            delay = min(delay * 2, 0.1)
+            now = time.monotonic()
+            if ref_start is None and checkpoint.exists():
+                ref_start = now
+            deadline = start + self.timeout_s if ref_start is None else ref_start + self.reference_timeout_s + 2.0
+            if now > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return True
+
+    def _reference_death(self, rc: int | None, timed_out: bool, stderr: bytes) -> dict:
+        if timed_out:
+            return {"ok": False, "code": "timeout", "line": 0,
+                    "message": f"the reference did not finish within {self.reference_timeout_s:g} s"}
+        if b"MemoryError" in stderr:
+            code = "memory_limit"
+        else:
+            code = "cpu_limit" if rc in (-signal.SIGXCPU, -signal.SIGKILL) else "crashed"
+        return {"ok": False, "code": code, "line": 0, "message": f"the process running the reference ended with code {rc}"}
 
     # --- turning the outcome into evidence -------------------------------------------------------
     def collect(self, submission: Submission) -> list[EvidenceItem]:
@@ -176,6 +218,15 @@ class SimulationCollector(Collector):
             return None
         return Location(file=file, start_line=line, end_line=line)
 
+    @staticmethod
+    def _def_line(submission: Submission, rel: str) -> int:
+        """Line of the reference entry's `def` (where a failure with no line of its own is located), or 0."""
+        entry = submission.manifest.reference.entry if submission.manifest.reference else ""
+        for n, text in enumerate(submission.files.get(rel, "").splitlines(), 1):
+            if text.lstrip().startswith(f"def {entry}("):
+                return n
+        return 0
+
     def items(self, submission: Submission, result: dict, arrays: dict[str, np.ndarray]) -> list[EvidenceItem]:
         m = submission.manifest
         kfile = m.kernel.file
@@ -193,11 +244,13 @@ class SimulationCollector(Collector):
         ref = result.get("reference")
         if ref is not None and not ref.get("ok"):
             rfile = m.reference.file if m.reference else kfile
+            rcode = ref.get("code", "python_error")
             out.append(self._item(
-                "sim.reference_error", (rfile,), Severity.high, "The reference function failed",
+                "sim.reference_error", (rfile,), Severity.high,
+                "The reference function failed" + ("" if rcode == "python_error" else f" ({rcode})"),
                 ("kernel_correctness", "numerical_correctness"),
-                location=self._loc(submission, rfile, int(ref.get("line") or 0)),
-                detail=ref.get("message", ""), labels={"message": ref.get("message", "")[:500]}))
+                location=self._loc(submission, rfile, int(ref.get("line") or 0) or self._def_line(submission, rfile)),
+                detail=ref.get("message", ""), labels={"code": rcode, "message": ref.get("message", "")[:500]}))
         if status == "error":
             code = err.get("code", "error")
             crit = ("kernel_correctness", "neuron_platform") + (("tiling",) if code in _TILING_CODES or "psum" in
@@ -245,6 +298,7 @@ class SimulationCollector(Collector):
         task = submission.manifest.task
         outs = result.get("outputs", [])
         n = max(len(outs), int(ref.get("count", 0)))
+        k = self._reduction_length(result.get("report") or {}, outs)
         items = []
         for i in range(n):
             got, exp = arrays.get(f"out{i}"), arrays.get(f"ref{i}")
@@ -255,15 +309,29 @@ class SimulationCollector(Collector):
             if got is None or exp is None:
                 c = compare(np.zeros(1), np.zeros(2))  # a shape mismatch by construction
             else:
-                c = compare(got, exp, task.rtol, task.atol, dtype_name=meta["dtype"])
+                # A low-precision reference cannot judge an output more finely than its own dtype.
+                c = compare(got, exp, task.rtol, task.atol, dtype_name=coarser_dtype(meta["dtype"], ref_dtype),
+                            written=arrays.get(f"wr{i}"), reduction_length=k)
+            labels["tolerance"] = "task" if c.task_tolerance else "dtype_default"
             severity = Severity.info if c.matches else (
                 Severity.critical if (not c.shape_ok or c.nan_count or c.inf_count) else Severity.high)
             title = (f"Output {i} matches the reference" if c.matches else
                      f"Output {i} does not match the reference" + ("" if c.shape_ok else " (shape differs)"))
             special = ", ".join(f"{n} {what}" for n, what in ((c.nan_count, "NaN"), (c.inf_count, "Inf")) if n)
-            detail = (f"{c.mismatch_fraction:.2%} of {c.elements} elements outside rtol={c.rtol:g} atol={c.atol:g}"
+            detail = (f"{c.mismatch_fraction:.2%} of {c.elements} elements outside rtol={c.rtol:g} atol={c.atol:.3g}"
+                      + (" (atol scaled by the reference RMS)" if task.atol is None else "")
+                      + (f"; {c.unwritten_count} elements never written" if c.unwritten_count else "")
                       + (f" ({special} where the reference is finite)" if special else "")
-                      + f"; over the finite elements: rel L2 {c.rel_l2:.3g}, max abs {c.max_abs_err:.3g}")
+                      + f"; over the finite elements{' it wrote' if c.unwritten_count else ''}: rel L2 {c.rel_l2:.3g}"
+                      + (f" (above the bound {c.rel_l2_bound:.3g})" if c.shape_ok and c.rel_l2_exceeded else "")
+                      + f", max abs {c.max_abs_err:.3g}")
             items.append(self._item("sim.output", (i,), severity, title, ("kernel_correctness", "numerical_correctness"),
                                     location=loc, detail=detail, metrics=c.metrics(), labels=labels))
         return items
+
+    @staticmethod
+    def _reduction_length(report: dict, outs: list[dict]) -> float | None:
+        """Mean contraction length K of the kernel's matmuls per output element (2 flops per MAC), or None."""
+        flops = float(report.get("matmul_flops") or 0)
+        elements = sum(int(np.prod(o.get("shape") or [1])) for o in outs)
+        return flops / (2.0 * elements) if flops > 0 and elements > 0 else None

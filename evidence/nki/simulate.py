@@ -31,6 +31,9 @@ class Simulation:
     returned: object = None  # what the kernel returned, as numpy (single array, tuple or None)
     output_shapes: tuple = ()  # ((shape, dtype name), ...) also in trace-only mode
     trace: list[TraceEvent] = field(default_factory=list, repr=False)
+    # per output: bool array, True where the kernel wrote a kernel-created HBM output; None when every
+    # element counts as written (output arguments keep their caller's values) or in trace-only mode
+    written: tuple = ()
 
 
 def _wrap(st: _state.State, a, index: int, mutable: bool):
@@ -144,8 +147,8 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
         st.findings[("timing",)] = _state.Finding(
             "benchmark_no_timing", f"kernel is decorated with nki.{k.timing}: simulation has no timing model, "
             "so no latency was measured", files.get(fname), func.__code__.co_firstlineno, "info")
-    outputs, returned, shapes = _outputs(st, ret, wrapped + list(wkw.values()))
-    return Simulation(outputs, build_report(st), returned, shapes, st.recorder.events)
+    outputs, returned, shapes, written = _outputs(st, ret, wrapped + list(wkw.values()))
+    return Simulation(outputs, build_report(st), returned, shapes, st.recorder.events, written)
 
 
 def _post_checks(st, ret, wrapped, wkw) -> None:
@@ -186,5 +189,13 @@ def _outputs(st, ret, params):
         returned = _as_numpy(ret)
     shapes = tuple((tuple(t.shape), dtypes.name(t.dtype)) for t in outs if isinstance(t, Tensor))
     if st.trace_only:
-        return (), None, shapes
-    return tuple(_as_numpy(t) for t in outs), returned, shapes
+        return (), None, shapes, ()
+    return tuple(_as_numpy(t) for t in outs), returned, shapes, tuple(_written(t) for t in outs)
+
+
+def _written(t):
+    """Which elements of a kernel-created output the kernel wrote (None: all, or not tracked)."""
+    if not isinstance(t, Tensor) or t.stamp is None or t.alloc.param >= 0 or t.adv is not None:
+        return None
+    mask = np.asarray(t.stamp) >= 0
+    return None if mask.all() else np.array(mask, dtype=bool)

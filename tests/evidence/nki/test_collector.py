@@ -50,7 +50,7 @@ def test_matching_kernel_gives_output_and_trace_items_with_stable_ids():
     out, trace = by_kind["sim.output"], by_kind["sim.trace"]
     assert out.id == "sim.output:0" and out.severity == Severity.info
     assert out.metrics["matches"] == 1.0 and out.metrics["rel_l2"] == 0.0 and out.metrics["elements"] == 256 * 64
-    assert out.labels == {"dtype": "float32", "shape": "256x64", "reference_dtype": "float32"}
+    assert out.labels == {"dtype": "float32", "shape": "256x64", "reference_dtype": "float32", "tolerance": "dtype_default"}
     assert set(out.criteria) == {"kernel_correctness", "numerical_correctness"}
     assert trace.metrics["dma_count"] == 6 and trace.metrics["instr_vector"] == 2
     assert trace.metrics["hbm_write_bytes"] == 256 * 64 * 4 and trace.metrics["partition_utilisation"] == 1.0
@@ -118,9 +118,39 @@ def test_unsupported_dialect_and_reference_error():
     assert "sim.trace" in by_kind and "sim.output" not in by_kind
 
 
+PARTIAL = GOOD.replace("nl.store(out[i * 128:(i + 1) * 128, :]", "nl.store(out[0:128, :]")
+
+
+@pytest.mark.parametrize("body, code", [
+    ("    while True:\n        pass\n", "timeout"),  # stopped by the child's alarm
+    # the alarm is blocked, so the parent has to kill the child after the reference budget
+    ("    import signal\n    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\n    while True:\n        pass\n",
+     "timeout"),
+    ("    junk = np.ones((64, 1024, 1024, 1024), np.float32)\n", "memory_limit"),
+    ("    import os\n    os._exit(3)\n", "crashed"),
+])
+def test_a_failing_reference_is_the_references_fault_and_the_kernel_results_stay(body, code):
+    ref = "import numpy as np\ndef ref(a, b):\n" + body + "    return a + b\n"
+    by_kind, items = collect(submission(PARTIAL, ref=ref), reference_timeout_s=1.0, timeout_s=30.0,
+                             memory_limit_bytes=2 * 2**30)
+    rerr = by_kind["sim.reference_error"]
+    assert rerr.labels["code"] == code and rerr.location.file == "ref.py" and rerr.location.start_line == 2
+    assert "sim.incomplete" not in by_kind and "sim.error" not in by_kind and "sim.output" not in by_kind
+    assert by_kind["sim.trace"].metrics["dma_count"] == 6  # the kernel's trace survives
+    assert "output_not_fully_written" in {i.labels["code"] for i in items if i.kind == "sim.finding"}
+
+
+def test_unwritten_output_elements_are_counted_apart_from_nan():
+    first_tile_only = GOOD.replace("nl.affine_range(a.shape[0] // 128)", "nl.affine_range(1)")
+    by_kind, _ = collect(submission(first_tile_only))
+    out = by_kind["sim.output"]
+    assert out.metrics["unwritten_count"] == 128 * 64 and out.metrics["nan_count"] == 0.0
+    assert out.metrics["mismatch_fraction"] == 0.5 and out.metrics["matches"] == 0.0
+    assert out.severity == Severity.high and "8192 elements never written" in out.detail
+
+
 def test_non_fatal_findings_become_sim_finding_items():
-    partial = GOOD.replace("nl.store(out[i * 128:(i + 1) * 128, :]", "nl.store(out[0:128, :]")
-    by_kind, items = collect(submission(partial))
+    by_kind, items = collect(submission(PARTIAL))
     codes = {i.labels["code"]: i for i in items if i.kind == "sim.finding"}
     assert codes["err_unexpected_output_dependencies"].severity == Severity.high
     assert codes["err_unexpected_output_dependencies"].location.start_line == 11

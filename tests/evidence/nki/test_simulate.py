@@ -498,3 +498,27 @@ def test_loop_reduce_into_a_subscript_and_single_element_loads():
     a = RNG.uniform(0.5, 1.0, (2, 128, 64)).astype(np.float32)
     out = _run(body, a, np.array([3], np.int32)).outputs[0]
     np.testing.assert_allclose(out, 3 * a, rtol=1e-6)
+
+
+def test_written_masks_cover_kernel_created_outputs_only():
+    body = """
+        def kernel(a, rows):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            i_p, i_f = nl.mgrid[0:128, 0:64]
+            for t in nl.affine_range(2):
+                row = t * 128 + i_p
+                nl.store(out[row, i_f], value=nl.load(a[row, i_f], mask=row < rows), mask=row < rows)
+            return out
+    """
+    a = np.ones((256, 64), np.float32)
+    partial = _run(body, a, 200)
+    assert partial.written[0].shape == (256, 64) and int(partial.written[0].sum()) == 200 * 64
+    assert not partial.written[0][200:].any() and np.isnan(partial.outputs[0][200:]).all()
+    assert _run(body, a, 256).written == (None,)  # every element written
+    assert _run(body, a, 200, trace_only=True).written == ()
+    trailing = """
+        def kernel(a, c):
+            nl.store(c[0:128, :], value=nl.load(a[0:128, :]))
+    """
+    # an output argument keeps its caller's values where the kernel does not write: not "unwritten"
+    assert _run(trailing, a, np.zeros_like(a)).written == (None,)
