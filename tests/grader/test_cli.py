@@ -31,7 +31,7 @@ def test_evaluate_markdown_shows_scores_rationale_and_cited_locations():
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "# Draft evaluation: softmax-rows" in out
-    assert "## Kernel correctness — 1/5" in out
+    assert "## Kernel correctness — 2/5" in out  # an output region is never written: level 2
     assert "kernel.py:" in out  # cited evidence with file:line
 
 

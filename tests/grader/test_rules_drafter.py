@@ -66,9 +66,14 @@ def test_mismatch_caps_correctness_at_2_and_cites_it():
     assert "Cap 2" in c.rationale
 
 
-def test_gross_mismatch_caps_at_1():
-    bad = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "nan_count": 0.0})
-    assert draft(bundle(bad, KERNEL_FACT)).criterion("kernel_correctness").score == 1
+def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
+    gross = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "rel_l2": 0.6})
+    assert draft(bundle(gross, KERNEL_FACT)).criterion("kernel_correctness").score == 1
+    # 44 of 300 rows never written, the written ones right: level 2 of the rubric, not 1
+    unwritten = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.147, "rel_l2": 0.004,
+                                                            "nan_count": 0.0, "unwritten_count": 45056.0})
+    finding = item("sim.finding:output_not_fully_written", "sim.finding", "high", labels={"code": "output_not_fully_written"})
+    assert draft(bundle(unwritten, finding, KERNEL_FACT)).criterion("kernel_correctness").score == 2
 
 
 def test_penalties_accumulate_up_to_their_bound_and_cite_locations():
