@@ -10,7 +10,7 @@ from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, LoopInfo
 from evidence.static.rulekit import DMA_CALLS, ELEMENTWISE
-from evidence.static.shapes import Tensor
+from evidence.static.shapes import Sym, Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
 _PID_CALLS = ("nl.program_id",)
@@ -90,7 +90,9 @@ class ThreadEmulation(Rule):
         return False
 
     def on_assign(self, assign: AssignInfo) -> None:
-        if assign.kind == "bind" and assign.target and not assign.subscripted and self._reads_pid(assign.value_node):
+        # program_id and index arithmetic on it evaluate to an unknown integer (Sym): only those need a look.
+        if (assign.kind == "bind" and assign.target and not assign.subscripted and isinstance(assign.value, Sym)
+                and self._reads_pid(assign.value_node)):
             self._pid_names.add(assign.target)
 
     def _pid_tile(self, call: CallInfo) -> Tensor | None:
@@ -104,10 +106,12 @@ class ThreadEmulation(Rule):
         else:
             return None
         for node in sides:
-            if not isinstance(node, cst.Subscript) or not any(self._reads_pid(el.slice) for el in node.slice):
+            if not isinstance(node, cst.Subscript):
                 continue
-            view = self.ctx.value(node)
-            if isinstance(view, Tensor) and view.partitions is not None and view.partitions < _PID_MAX_PARTITIONS:
+            view = self.ctx.value(node)  # cheap test first: only narrow views need the program_id walk
+            if not (isinstance(view, Tensor) and view.partitions is not None and view.partitions < _PID_MAX_PARTITIONS):
+                continue
+            if any(self._reads_pid(el.slice) for el in node.slice):
                 return view
         return None
 

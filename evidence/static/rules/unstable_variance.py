@@ -64,8 +64,11 @@ class UnstableVariance(Rule):
         super().__init__(engine)
         self._roles: dict[str, tuple[str, str]] = {}
 
-    def _code(self, node: cst.CSTNode) -> str:
-        return node.value if isinstance(node, cst.Name) else cst.Module([]).code_for_node(node)
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        """Identity of a source: its name, or (unnamed expression) the node itself, so two inline
+        loads never count as the same tile."""
+        return node.value if isinstance(node, cst.Name) else f"@{id(node)}"
 
     def _args(self, node: cst.Call) -> list[cst.BaseExpression]:
         return [a.value for a in node.args if a.keyword is None and not a.star]
@@ -141,13 +144,18 @@ class UnstableVariance(Rule):
         dtypes = {v.dtype for v in (self.ctx.value(n) for n in [node, *operands]) if isinstance(v, Tensor) and v.dtype}
         low = sorted(dtypes & LOW_PRECISION)
         where = f"in {'/'.join(low)}" if low else "in float32"
-        self.report(node, f"variance of '{a[1]}' as E[x^2] - E[x]^2 {where}: cancels catastrophically when "
+        src = "the tile" if a[1].startswith("@") else f"'{a[1]}'"
+        self.report(node, f"variance of {src} as E[x^2] - E[x]^2 {where}: cancels catastrophically when "
                           f"|mean| >> std; use the two-pass form or bn_stats/bn_aggr",
-                    labels={"source": a[1], "dtype": "/".join(low) or "float32"},
+                    labels={"source": a[1] if not a[1].startswith("@") else "expression", "dtype": "/".join(low) or "float32"},
                     severity=None if low else Severity.low)
         return ("var", a[1])
 
     def on_assign(self, assign: AssignInfo) -> None:
+        if not isinstance(assign.value, Tensor):  # statistics are tiles; scalars and index math are not
+            if assign.target:
+                self._roles.pop(assign.target, None)
+            return
         role = self._role(assign.value_node)
         if assign.kind == "bind" and assign.target and not assign.subscripted:
             if role[0] == "val":
