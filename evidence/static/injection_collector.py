@@ -80,7 +80,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("instructs_model",
          r"\byou\s+(?:must|should|will|are\s+required\s+to)\s+(?:score|rate|grade|award|approve"
          r"|(?:give|pass)\s+(?:this|it|the\s+(?:kernel|submission|port|code))\b(?!\s+(?:to|into|through|in|as\s+an?\s+arg))"
-         r"|mark\s+(?:this|it|the\s+(?:kernel|submission|port|code))\s+as\s+(?:correct|passing|perfect|excellent|[0-5]\b)"
+         r"|mark\s+(?:this|it|the)(?:\s+(?:kernel|submission|port|code))?\s+as\s+(?:correct|passing|perfect|excellent|[0-5]\b)"
          r"|(?:output|respond|answer|return)\s+(?:only\b|with\s+(?:only\s+)?(?:an?\s+|the\s+)?(?:score|grade|rating|json|number)|(?:a|the)\s+(?:score|grade|rating)\b|[0-5]\b))"),
         ("chat_markup",
          r"(?:<\|im_start\|>|<\|im_end\|>|<\|system\|>|\[/?INST\]|</?\s*system\s*>)"),
