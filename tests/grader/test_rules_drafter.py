@@ -151,3 +151,19 @@ def test_an_all_wrong_output_caps_at_1_even_when_few_elements_exceed_the_toleran
     zeros = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.002, "nan_count": 0.0, "rel_l2": 1.0})
     d = draft(bundle(zeros, KERNEL_FACT))
     assert d.criterion("kernel_correctness").score == 1 and d.criterion("numerical_correctness").score == 1
+
+
+def test_fp32_operands_cost_precision_only_against_a_stated_tolerance():
+    unstated = item("nki.fp32-matmul-operands:kernel.py:9", "nki.fp32-matmul-operands", "low", line=9,
+                    labels={"tolerance": "unstated"})
+    stated = item("nki.fp32-matmul-operands:kernel.py:9", "nki.fp32-matmul-operands", "medium", line=9,
+                  labels={"tolerance": "stated"})
+    assert draft(bundle(MATCHING, KERNEL_FACT, unstated)).criterion("precision").score == 5
+    assert draft(bundle(MATCHING, KERNEL_FACT, stated)).criterion("precision").score == 3
+
+
+def test_unstable_variance_in_low_precision_caps_precision_at_1():
+    risky = item("nki.unstable-variance:kernel.py:20", "nki.unstable-variance", "medium", line=20)
+    fp32 = item("nki.unstable-variance:kernel.py:20", "nki.unstable-variance", "low", line=20)
+    assert draft(bundle(MATCHING, KERNEL_FACT, risky)).criterion("precision").score == 1
+    assert draft(bundle(MATCHING, KERNEL_FACT, fp32)).criterion("precision").score == 4
