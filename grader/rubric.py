@@ -91,6 +91,9 @@ class Criterion(BaseModel):
     evidence_kinds: tuple[str, ...]
     basis: tuple[str, ...] = ()  # kinds without which the criterion is unscored ("insufficient evidence")
     start: int = 5  # the rules drafter's score when the basis exists and no rule objects
+    # Penalties (inefficiencies, gaps) alone never take the score below this; the levels under it
+    # describe defects, which only a cap rule (evidence of the defect) may reach.
+    penalty_floor: int = 2
     levels: tuple[Level, ...]
     rules: tuple[EvidenceRule, ...] = ()
 
@@ -162,7 +165,7 @@ def _check_structure(rubric: Rubric, where: str) -> None:
                 f"levels must describe every score {rubric.scale_min}..{rubric.scale_max} once, got {list(crit.scores)}",
                 where=where, field=field,
             )
-        bounded = [crit.start] + [b for r in crit.rules for b in (r.cap, r.floor) if b is not None]
+        bounded = [crit.start, crit.penalty_floor] + [b for r in crit.rules for b in (r.cap, r.floor) if b is not None]
         if any(not rubric.scale_min <= b <= rubric.scale_max for b in bounded):
             raise RubricError("start, caps and floors must lie on the scale", where=where, field=field)
 

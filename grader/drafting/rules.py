@@ -35,7 +35,8 @@ def _cite(item: EvidenceItem) -> Citation:
 
 
 def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tuple[int, list[str]]:
-    """Start, subtract penalties, then apply floors and caps (a cap wins over a floor: defects dominate)."""
+    """Start, subtract penalties (not below the criterion's penalty floor), then apply floors and caps
+    (a cap wins over a floor: defects dominate)."""
     steps = [f"Basis evidence present; starting at {criterion.start}."]
     score = criterion.start
     for hit in outcome.hits:
@@ -47,6 +48,8 @@ def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tupl
             steps.append(f"Floor {hit.rule.floor}: {hit.rule.description} [{ids}].")
         elif hit.rule.cap is not None:
             steps.append(f"Cap {hit.rule.cap}: {hit.rule.description} [{ids}].")
+    if outcome.penalty:
+        score = max(score, min(criterion.penalty_floor, criterion.start))
     if outcome.floor is not None:
         score = max(score, outcome.floor)
     if outcome.cap is not None:

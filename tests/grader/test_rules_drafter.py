@@ -167,3 +167,12 @@ def test_unstable_variance_in_low_precision_caps_precision_at_1():
     fp32 = item("nki.unstable-variance:kernel.py:20", "nki.unstable-variance", "low", line=20)
     assert draft(bundle(MATCHING, KERNEL_FACT, risky)).criterion("precision").score == 1
     assert draft(bundle(MATCHING, KERNEL_FACT, fp32)).criterion("precision").score == 4
+
+
+def test_penalties_alone_stop_at_2_and_only_caps_reach_1():
+    trace = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 0.0, "hbm_read_bytes": 100.0})
+    kinds = ["nki.fp32-matmul-operands", "nki.matmul-implicit-transpose", "nki.unfused-activation", "nki.hoistable-load"]
+    many = [item(f"{k}:kernel.py:9", k, "medium", line=9) for k in kinds]
+    assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many)).criterion("performance").score == 2
+    threads = item("nki.thread-emulation:kernel.py:9", "nki.thread-emulation", "medium", line=9)
+    assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many, threads)).criterion("performance").score == 1
