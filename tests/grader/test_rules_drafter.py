@@ -176,3 +176,14 @@ def test_penalties_alone_stop_at_2_and_only_caps_reach_1():
     assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many)).criterion("performance").score == 2
     threads = item("nki.thread-emulation:kernel.py:9", "nki.thread-emulation", "medium", line=9)
     assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many, threads)).criterion("performance").score == 1
+
+
+def test_impossible_claims_cap_benchmarking_at_1():
+    sub = submission(claims={"file": "claims.toml"})
+    sub = sub.model_copy(update={"files": {**sub.files, "claims.toml": ""}})
+    claim = item("claims.claim:c", "claims.claim")
+    gap = item("claims.methodology:c:config_mismatch", "claims.methodology", "high", labels={"code": "config_mismatch"})
+    impossible = item("claims.methodology:c:exceeds_peak_flops", "claims.methodology", "high",
+                      labels={"code": "exceeds_peak_flops"})
+    assert draft(bundle(claim, gap), sub).criterion("benchmarking").score == 2
+    assert draft(bundle(claim, gap, impossible), sub).criterion("benchmarking").score == 1
