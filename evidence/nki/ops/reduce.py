@@ -217,8 +217,7 @@ def exec_bn_stats(st, c: Call) -> None:
         mean = (part * w).sum(axis=1) / np.maximum(n, 1)
         m2 = (((part - mean[:, None]) ** 2) * w).sum(axis=1)
         out += [n, mean, m2]
-    rows = reduced_mask(c.mask, x.shape, tuple(range(1, len(x.shape))), False)
-    set_result(c.out, np.stack(out, axis=1).astype(np.float32), None if rows is None else rows[:, None])
+    set_result(c.out, np.stack(out, axis=1).astype(np.float32), _row_mask(c.mask, x.shape))
 
 
 def check_bn_aggr(st, data, *, mask=None, dtype=None, **_):
@@ -234,13 +233,13 @@ def check_bn_aggr(st, data, *, mask=None, dtype=None, **_):
 
 def exec_bn_aggr(st, c: Call) -> None:
     x = c.ins[0]
-    rows = reduced_mask(c.mask, x.shape, tuple(range(1, len(x.shape))), False)  # bn_aggr masks partitions
+    rows = _row_mask(c.mask, x.shape)  # bn_aggr masks whole partitions
     v = f32(x, None if rows is None else _rows_of(rows, x.shape)).reshape(x.shape[0], -1, 3).astype(np.float64)
     n, mean, m2 = v[..., 0], v[..., 1], v[..., 2]
     total = n.sum(axis=1)
     mu = (n * mean).sum(axis=1) / np.maximum(total, 1)
     var = (m2.sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / np.maximum(total, 1)
-    set_result(c.out, np.stack([mu, var], axis=1).astype(np.float32), None if rows is None else rows[:, None])
+    set_result(c.out, np.stack([mu, var], axis=1).astype(np.float32), rows)
 
 
 def check_max8(st, *args, src=None, dtype=None, mask=None, **_):
