@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from grader.submission import Limits
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRADER_", extra="ignore")
@@ -36,10 +38,10 @@ class Settings(BaseSettings):
     input_cost_per_mtok: float | None = None
     output_cost_per_mtok: float | None = None
 
-    # Submission limits (bytes).
-    max_file_bytes: int = 256 * 1024
-    max_submission_bytes: int = 1024 * 1024
-    max_files: int = 16
+    # Submission limits (bytes); the defaults live in grader.submission.Limits.
+    max_file_bytes: int = Limits.max_file_bytes
+    max_submission_bytes: int = Limits.max_submission_bytes
+    max_files: int = Limits.max_files
 
     # Simulation limits for the child process.
     sim_timeout_s: float = Field(default=120.0, gt=0)

@@ -9,13 +9,6 @@ from __future__ import annotations
 
 from evidence.model import EvidenceBundle, EvidenceItem, kind_matches
 from evidence.static.injection_collector import INJECTION_KIND
-
-# Items that say part of an analyzer's evidence is missing: a static rule crashed on a file, the
-# simulator could not finish (an op it lacks, a resource limit), or the reference failed so there is
-# nothing to compare against. Reviewers see them as flags.
-PARTIAL_FAILURE_KINDS = ("nki.rule_failure", "sim.incomplete", "sim.reference_error")
-# Items that explain why a criterion's basis is absent; named in the rationale of an unscored criterion.
-WHY_MISSING_KINDS = (*PARTIAL_FAILURE_KINDS, "sim.error")
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
@@ -25,6 +18,13 @@ from grader.rubric import Criterion, Rubric
 RULES_DRAFTER_VERSION = "1.0.0"
 INSUFFICIENT = "insufficient evidence"
 MAX_BASIS_CITATIONS = 3
+
+# Items that say part of an analyzer's evidence is missing: a static rule crashed on a file, the
+# simulator could not finish (an op it lacks, a resource limit), or the reference failed so there is
+# nothing to compare against. Reviewers see them as flags.
+PARTIAL_FAILURE_KINDS = ("nki.rule_failure", "sim.incomplete", "sim.reference_error")
+# Items that explain why a criterion's basis is absent; named in the rationale of an unscored criterion.
+WHY_MISSING_KINDS = (*PARTIAL_FAILURE_KINDS, "sim.error")
 
 
 def _cite(item: EvidenceItem) -> Citation:
@@ -67,7 +67,10 @@ def reviewer_flags(bundle: EvidenceBundle) -> tuple[Flag, ...]:
     return tuple(flags)
 
 
-def draft_criterion(criterion: Criterion, submission: Submission, bundle: EvidenceBundle, rubric: Rubric) -> CriterionDraft:
+def draft_criterion(
+    criterion: Criterion, submission: Submission, bundle: EvidenceBundle, rubric: Rubric, flags: tuple[Flag, ...] = (),
+) -> CriterionDraft:
+    """One criterion's draft; `flags` (from `reviewer_flags`) are attached to every applicable criterion."""
     reason = not_applicable_reason(criterion, submission)
     if reason:
         return not_applicable(criterion, reason)
@@ -84,7 +87,7 @@ def draft_criterion(criterion: Criterion, submission: Submission, bundle: Eviden
             criterion_id=criterion.id, status="unscored", reason=INSUFFICIENT, rationale=detail,
             citations=tuple(Citation(evidence_id=f.id) for f in failures)
             + tuple(_cite(i) for i in partial if criterion.cites(i.kind)),
-            flags=reviewer_flags(bundle),
+            flags=flags,
         )
     score, steps = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)
     level = next(level.descriptor for level in criterion.levels if level.score == score)
@@ -95,7 +98,6 @@ def draft_criterion(criterion: Criterion, submission: Submission, bundle: Eviden
             cited.setdefault(item.id, _cite(item))
     for item in outcome.basis[:MAX_BASIS_CITATIONS]:
         cited.setdefault(item.id, _cite(item))
-    flags = reviewer_flags(bundle)
     # Confidence reflects how much of the criterion's basis the evidence covered, not the score.
     covered = sum(any(kind_matches(k, i.kind) for i in outcome.basis) for k in criterion.basis)
     confidence = round(0.5 + 0.5 * covered / max(1, len(criterion.basis)), 3)
@@ -110,5 +112,6 @@ class RulesDrafter:
     version = RULES_DRAFTER_VERSION
 
     def draft(self, submission: Submission, bundle: EvidenceBundle, rubric: Rubric) -> Draft:
-        criteria = [draft_criterion(c, submission, bundle, rubric) for c in rubric.criteria]
+        flags = reviewer_flags(bundle)  # the same for every criterion: computed once
+        criteria = [draft_criterion(c, submission, bundle, rubric, flags) for c in rubric.criteria]
         return envelope(submission, bundle, rubric, DrafterInfo(name=self.name, version=self.version), criteria)
