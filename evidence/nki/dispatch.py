@@ -4,6 +4,9 @@ An op's *check* rule validates the call and returns a `Call` plan (operands, res
 dtype and buffer); the *cost* rule prices the plan; the *execute* rule does the numpy work. In
 trace-only mode execute is skipped (results carry shapes and dtypes only), so the trace and the
 report are the same as in a full run.
+
+The op table is the run's (`State.ops`, given by `simulate`): this module sits below the op
+modules, which build `Call` plans, and below `tensor`, whose operators dispatch here.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def call(name: str, args: tuple, kwargs: dict):
     st = _state.current()
     if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
         st.sample_peaks()
-    op = OPS.get(name)
+    op = st.ops.get(name)
     if op is None:
         file, line = st.where()
         raise UnsupportedOpError(
@@ -93,5 +96,3 @@ def _record(st, op, c: Call) -> None:
         )
     )
 
-
-from evidence.nki.ops import OPS  # noqa: E402  (the table imports tensor, which imports this module)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evidence.nki import state as _state
 from evidence.nki.errors import SimulationError
 
 
@@ -104,6 +105,35 @@ def mask_array(mask: object) -> np.ndarray | None:
     if isinstance(mask, (bool, np.bool_)):
         return np.asarray(bool(mask))
     raise SimulationError("err_unsupported_expression_in_mask", f"unsupported mask expression {mask!r}")
+
+
+def fit_mask(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Align a mask with a tile: numpy broadcasting after appending the fewest unit axes.
+
+    Appending nothing is numpy's trailing alignment; appending all is the partition-leading
+    alignment of a [P] predicate; intermediate counts cover index grids of different rank.
+    """
+    if mask.shape == tuple(shape):
+        return mask
+    for k in range(0, max(len(shape) - mask.ndim, 0) + 1):
+        cand = mask.shape + (1,) * k
+        try:
+            if np.broadcast_shapes(cand, shape) == tuple(shape):
+                return mask.reshape(cand)
+        except ValueError:
+            continue
+    squeezed = mask.reshape([d for d in mask.shape if d != 1] or [1])
+    if squeezed.ndim < mask.ndim:
+        return fit_mask(squeezed, shape)
+    raise _state.current().error(
+        "err_unsupported_expression_in_mask", f"mask of shape {list(mask.shape)} does not fit the tile {list(shape)}"
+    )
+
+
+def full_mask(mask: np.ndarray, shape) -> np.ndarray:
+    """A mask aligned with a tile (see `fit_mask`) and broadcast to its full shape (read-only)."""
+    shape = tuple(shape)
+    return np.broadcast_to(fit_mask(mask, shape), shape)
 
 
 def arange(*args: int) -> IndexExpr:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evidence.nki import state as _state
+from evidence.nki.simulate import simulate
 
 
 class Kernel:
@@ -31,8 +32,6 @@ class Kernel:
             if self.grid:
                 raise st.error("err_nested_kernel_with_spmd_grid", f"kernel {self.__name__} with a grid called inside a kernel")
             return self.func(*args, **kwargs)
-        from evidence.nki.simulate import simulate
-
         return simulate(self, *args, **kwargs).returned
 
     def __repr__(self) -> str:
@@ -60,6 +59,4 @@ profile = _decorator("profile", "profile")
 
 def simulate_kernel(kernel, *args, **kwargs):
     """`nki.simulate_kernel(k[grid], *numpy_args)`: run and return what the kernel returns."""
-    from evidence.nki.simulate import simulate
-
     return simulate(kernel, *args, **kwargs).returned

@@ -16,8 +16,8 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
-from evidence.nki.kernel import Kernel
 from evidence.nki.loader import LOADED_FILES, shim_imports
+from evidence.nki.ops import OPS
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
 from evidence.nki.tensor import Alloc, Tensor
@@ -107,15 +107,15 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     Raises SimulationError (constraint violations, with kernel file:line) or KernelError
     (`python_error`: the kernel's own code raised); `exc.report` holds the partial report.
     """
-    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
-    func = k.func
-    grid = tuple(int(g) for g in (grid if grid is not None else k.grid))
+    func = getattr(kernel, "func", kernel)  # an nki.jit Kernel (evidence.nki.kernel) or a plain function
+    timing = getattr(kernel, "timing", None)
+    grid = tuple(int(g) for g in (grid if grid is not None else getattr(kernel, "grid", ())))
     if isinstance(grid, tuple) and len(grid) == 0:
         grid = ()
     fname = func.__code__.co_filename
     files = dict(LOADED_FILES)
     files.setdefault(fname, func.__globals__.get("__nki_display__") or os.path.basename(fname))
-    st = _state.State(target, trace_only, files, keep_trace)
+    st = _state.State(target, trace_only, files, OPS, keep_trace)
     st.kernel_codes = {func.__code__}
     mutable = _mutable_params(func)
     names = list(inspect.signature(func).parameters)
@@ -143,9 +143,9 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
         raise err from exc
     finally:
         _state.set_current(prev)
-    if k.timing:
+    if timing:
         st.findings[("timing",)] = _state.Finding(
-            "benchmark_no_timing", f"kernel is decorated with nki.{k.timing}: simulation has no timing model, "
+            "benchmark_no_timing", f"kernel is decorated with nki.{timing}: simulation has no timing model, "
             "so no latency was measured", files.get(fname), func.__code__.co_firstlineno, "info")
     outputs, returned, shapes, written = _outputs(st, ret, wrapped + list(wkw.values()))
     return Simulation(outputs, build_report(st), returned, shapes, st.recorder.events, written)

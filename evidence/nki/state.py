@@ -39,10 +39,12 @@ class LoopFrame:
 
 
 class State:
-    def __init__(self, target: str, trace_only: bool, kernel_files: dict[str, str], keep_trace: bool = True):
+    def __init__(self, target: str, trace_only: bool, kernel_files: dict[str, str], ops: dict,
+                 keep_trace: bool = True):
         if target not in SBUF_USABLE_BYTES:
             raise ValueError(f"unknown target {target!r}; expected one of {sorted(SBUF_USABLE_BYTES)}")
         self.target = target
+        self.ops = ops  # op name -> Op (evidence.nki.ops.OPS): what dispatch.call looks names up in
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions

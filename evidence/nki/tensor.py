@@ -19,7 +19,8 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki.indexing import IndexExpr, MaskExpr
+from evidence.nki import dispatch, undefined
+from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
 ONCHIP = ("sbuf", "psum")
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
@@ -135,25 +136,25 @@ class Tensor:
         return index(self, key)
 
     def __setitem__(self, key, value) -> None:
-        _dispatch.call("assign", (self, key, value), {})
+        dispatch.call("assign", (self, key, value), {})
 
     # --- views and casts (tensor methods) ------------------------------------------------
     def reshape(self, *shape, **kw) -> Tensor:
         if "shape" in kw:
             shape = (kw["shape"],)
-        return _dispatch.call("reshape", (self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), {})
+        return dispatch.call("reshape", (self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), {})
 
     def view(self, dtype) -> Tensor:
-        return _dispatch.call("view", (self, dtype), {})
+        return dispatch.call("view", (self, dtype), {})
 
     def astype(self, dtype) -> Tensor:
-        return _dispatch.call("astype", (self, dtype), {})
+        return dispatch.call("astype", (self, dtype), {})
 
     def broadcast_to(self, shape) -> Tensor:
-        return _dispatch.call("broadcast_to", (self,), {"shape": shape})
+        return dispatch.call("broadcast_to", (self,), {"shape": shape})
 
     def expand_dims(self, axis) -> Tensor:
-        return _dispatch.call("expand_dims", (self, axis), {})
+        return dispatch.call("expand_dims", (self, axis), {})
 
     def assert_shape(self, shape) -> Tensor:
         if tuple(shape) != tuple(self.shape):
@@ -169,7 +170,7 @@ class Tensor:
             elif self.stamp is not None and self.alloc.param < 0:
                 self._check_init(self.stamp >= 0, mask)
             if self.alloc.origin is not None:
-                _undefined.inherit(self.alloc)
+                undefined.inherit(self.alloc)
             return self.data
         parent, idx, m, _ = self.locate(mask)
         if parent.wmask is not None and parent.alloc.wmask is not None:
@@ -177,7 +178,7 @@ class Tensor:
         elif parent.stamp is not None and parent.alloc.param < 0:
             self._check_init(parent.stamp[idx] >= 0, m)
         if parent.alloc.origin is not None:
-            _undefined.inherit(parent.alloc)
+            undefined.inherit(parent.alloc)
         return parent.data[idx].reshape(self.shape)
 
     def locate(self, mask=None):
@@ -189,12 +190,12 @@ class Tensor:
         parent, idx, grid = self.adv
         m = None
         if mask is not None:
-            m = np.broadcast_to(_fit_mask(mask, self.shape), self.shape).reshape(grid)
+            m = full_mask(mask, self.shape).reshape(grid)
         return parent, _clip_masked(idx, parent.shape, m, grid), m, grid
 
     def _check_init(self, written: np.ndarray, mask) -> None:
         """Record a read of undefined elements (within `mask`) as this instruction's origin."""
-        ok = written if mask is None else (written | ~np.broadcast_to(_fit_mask(mask, written.shape), written.shape))
+        ok = written if mask is None else (written | ~full_mask(mask, written.shape))
         if not ok.all():
             st = self.alloc.state
             if not st.read_direct:  # the instruction's own undefined read names it, over inherited origins
@@ -208,7 +209,7 @@ class Tensor:
         """
         st = self.alloc.state
         if st.read_origin is not None:
-            _undefined.taint(st, self, value, mask)
+            undefined.taint(st, self, value, mask)
         elif mask is None and self.alloc.origin is not None and self.size == self.alloc.data.size:
             self.alloc.origin = None  # wholly overwritten by defined values
         if self.adv is not None:
@@ -230,81 +231,58 @@ class Tensor:
             if mask is None:
                 self.data[...] = v
             else:
-                np.copyto(self.data, v, where=_fit_mask(mask, self.shape), casting="unsafe")
+                np.copyto(self.data, v, where=fit_mask(mask, self.shape), casting="unsafe")
         if self.wmask is not None and self.alloc.wmask is not None:
             if mask is None:
                 self.wmask[...] = True
             else:
-                self.wmask[...] |= _fit_mask(mask, self.shape)
+                self.wmask[...] |= fit_mask(mask, self.shape)
             _settle(self.alloc)
         if self.stamp is not None:
             _stamp(st, self.alloc, self.stamp, ..., mask, accumulate)
 
     # --- arithmetic operators (REFERENCE §3.6: overloads map to the element-wise ops) -------
-    def __add__(self, o): return _dispatch.call("add", (self, o), {})
-    def __radd__(self, o): return _dispatch.call("add", (o, self), {})
-    def __sub__(self, o): return _dispatch.call("subtract", (self, o), {})
-    def __rsub__(self, o): return _dispatch.call("subtract", (o, self), {})
-    def __mul__(self, o): return _dispatch.call("multiply", (self, o), {})
-    def __rmul__(self, o): return _dispatch.call("multiply", (o, self), {})
-    def __truediv__(self, o): return _dispatch.call("divide", (self, o), {})
-    def __rtruediv__(self, o): return _dispatch.call("divide", (o, self), {})
-    def __pow__(self, o): return _dispatch.call("power", (self, o), {})
-    def __rpow__(self, o): return _dispatch.call("power", (o, self), {})
-    def __mod__(self, o): return _dispatch.call("mod", (self, o), {})
-    def __rmod__(self, o): return _dispatch.call("mod", (o, self), {})
-    def __and__(self, o): return _dispatch.call("bitwise_and", (self, o), {})
-    def __rand__(self, o): return _dispatch.call("bitwise_and", (o, self), {})
-    def __or__(self, o): return _dispatch.call("bitwise_or", (self, o), {})
-    def __ror__(self, o): return _dispatch.call("bitwise_or", (o, self), {})
-    def __xor__(self, o): return _dispatch.call("bitwise_xor", (self, o), {})
-    def __rxor__(self, o): return _dispatch.call("bitwise_xor", (o, self), {})
-    def __lshift__(self, o): return _dispatch.call("left_shift", (self, o), {})
-    def __rshift__(self, o): return _dispatch.call("right_shift", (self, o), {})
-    def __invert__(self): return _dispatch.call("invert", (self,), {})
-    def __neg__(self): return _dispatch.call("negative", (self,), {})
-    def __abs__(self): return _dispatch.call("abs", (self,), {})
-    def __lt__(self, o): return _dispatch.call("less", (self, o), {})
-    def __le__(self, o): return _dispatch.call("less_equal", (self, o), {})
-    def __gt__(self, o): return _dispatch.call("greater", (self, o), {})
-    def __ge__(self, o): return _dispatch.call("greater_equal", (self, o), {})
-    def __eq__(self, o): return _dispatch.call("equal", (self, o), {})  # type: ignore[override]
-    def __ne__(self, o): return _dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
+    def __add__(self, o): return dispatch.call("add", (self, o), {})
+    def __radd__(self, o): return dispatch.call("add", (o, self), {})
+    def __sub__(self, o): return dispatch.call("subtract", (self, o), {})
+    def __rsub__(self, o): return dispatch.call("subtract", (o, self), {})
+    def __mul__(self, o): return dispatch.call("multiply", (self, o), {})
+    def __rmul__(self, o): return dispatch.call("multiply", (o, self), {})
+    def __truediv__(self, o): return dispatch.call("divide", (self, o), {})
+    def __rtruediv__(self, o): return dispatch.call("divide", (o, self), {})
+    def __pow__(self, o): return dispatch.call("power", (self, o), {})
+    def __rpow__(self, o): return dispatch.call("power", (o, self), {})
+    def __mod__(self, o): return dispatch.call("mod", (self, o), {})
+    def __rmod__(self, o): return dispatch.call("mod", (o, self), {})
+    def __and__(self, o): return dispatch.call("bitwise_and", (self, o), {})
+    def __rand__(self, o): return dispatch.call("bitwise_and", (o, self), {})
+    def __or__(self, o): return dispatch.call("bitwise_or", (self, o), {})
+    def __ror__(self, o): return dispatch.call("bitwise_or", (o, self), {})
+    def __xor__(self, o): return dispatch.call("bitwise_xor", (self, o), {})
+    def __rxor__(self, o): return dispatch.call("bitwise_xor", (o, self), {})
+    def __lshift__(self, o): return dispatch.call("left_shift", (self, o), {})
+    def __rshift__(self, o): return dispatch.call("right_shift", (self, o), {})
+    def __invert__(self): return dispatch.call("invert", (self,), {})
+    def __neg__(self): return dispatch.call("negative", (self,), {})
+    def __abs__(self): return dispatch.call("abs", (self,), {})
+    def __lt__(self, o): return dispatch.call("less", (self, o), {})
+    def __le__(self, o): return dispatch.call("less_equal", (self, o), {})
+    def __gt__(self, o): return dispatch.call("greater", (self, o), {})
+    def __ge__(self, o): return dispatch.call("greater_equal", (self, o), {})
+    def __eq__(self, o): return dispatch.call("equal", (self, o), {})  # type: ignore[override]
+    def __ne__(self, o): return dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
     __hash__ = object.__hash__
 
-    def __iadd__(self, o): return _dispatch.call("iadd", (self, o), {})
-    def __isub__(self, o): return _dispatch.call("inplace", (self, o, "subtract"), {})
-    def __imul__(self, o): return _dispatch.call("inplace", (self, o, "multiply"), {})
-    def __itruediv__(self, o): return _dispatch.call("inplace", (self, o, "divide"), {})
+    def __iadd__(self, o): return dispatch.call("iadd", (self, o), {})
+    def __isub__(self, o): return dispatch.call("inplace", (self, o, "subtract"), {})
+    def __imul__(self, o): return dispatch.call("inplace", (self, o, "multiply"), {})
+    def __itruediv__(self, o): return dispatch.call("inplace", (self, o, "divide"), {})
 
 
 def _settle(alloc: Alloc) -> None:
     """Stop tracking initialisation once every element of the allocation was written."""
     if alloc.wmask is not None and alloc.wmask.all():
         alloc.wmask = None
-
-
-def _fit_mask(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Align a mask with a tile: numpy broadcasting after appending the fewest unit axes.
-
-    Appending nothing is numpy's trailing alignment; appending all is the partition-leading
-    alignment of a [P] predicate; intermediate counts cover index grids of different rank.
-    """
-    if mask.shape == tuple(shape):
-        return mask
-    for k in range(0, max(len(shape) - mask.ndim, 0) + 1):
-        cand = mask.shape + (1,) * k
-        try:
-            if np.broadcast_shapes(cand, shape) == tuple(shape):
-                return mask.reshape(cand)
-        except ValueError:
-            continue
-    squeezed = mask.reshape([d for d in mask.shape if d != 1] or [1])
-    if squeezed.ndim < mask.ndim:
-        return _fit_mask(squeezed, shape)
-    raise _state.current().error(
-        "err_unsupported_expression_in_mask", f"mask of shape {list(mask.shape)} does not fit the tile {list(shape)}"
-    )
 
 
 def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
@@ -319,7 +297,7 @@ def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
                         "err_tensor_access_out_of_bound",
                         f"index range [{lo}, {hi}] exceed dimension size of {dim} (axis {i}); use a mask",
                     )
-                m = np.broadcast_to(_fit_mask(mask, view_shape), view_shape)
+                m = full_mask(mask, view_shape)
                 full = np.broadcast_to(ix, view_shape)
                 bad = ((full < 0) | (full >= dim)) & m
                 if bad.any():
@@ -336,7 +314,7 @@ def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool
     """Record the write path of an HBM write; report writes by different affine iterations."""
     pid = st.path_id()
     if mask is not None and idx is ...:
-        region = stamp[_fit_mask(mask, stamp.shape) & np.ones(stamp.shape, bool)]
+        region = stamp[full_mask(mask, stamp.shape)]
     else:
         region = stamp[idx]
     if not accumulate and region.size and region.max() >= 0 and not alloc.dep_reported:
@@ -353,7 +331,7 @@ def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool
                 alloc.dep_reported = True
                 break
     if mask is not None and idx is ...:
-        np.copyto(stamp, pid, where=_fit_mask(mask, stamp.shape))
+        np.copyto(stamp, pid, where=fit_mask(mask, stamp.shape))
     else:
         stamp[idx] = pid
     if alloc.param >= 0 and alloc.param not in st.param_writes:
@@ -370,7 +348,7 @@ def index(t: Tensor, key) -> Tensor:
         for k in key[1:]:
             m = m & k.a
         v = Tensor(t.alloc, t.data, t.shape, t.pdim, t.wmask, t.stamp, t.lmask, t.adv)
-        v.valid = np.broadcast_to(_fit_mask(m, t.shape), t.shape)
+        v.valid = full_mask(m, t.shape)
         return v
     nd = len(t.shape)
     adv = False
@@ -387,7 +365,7 @@ def index(t: Tensor, key) -> Tensor:
             comps.append(k.a)
         elif isinstance(k, Tensor):
             adv = True
-            comps.append(_undefined.index_values(k) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
+            comps.append(undefined.index_values(k) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
         elif isinstance(k, MaskExpr):
             raise _state.current().error(
                 "err_unsupported_expression_in_mask", "a mask in a subscript must be the whole subscript: x[mask]"
@@ -502,6 +480,3 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
         None if t.lmask is None else t.lmask[key],
     )
 
-
-from evidence.nki import dispatch as _dispatch  # noqa: E402  (operators dispatch; circular by design)
-from evidence.nki import undefined as _undefined  # noqa: E402

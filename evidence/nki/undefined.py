@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from evidence.nki import dtypes
+from evidence.nki.indexing import full_mask
 
 _HBM = ("hbm", "shared_hbm", "private_hbm")
 
@@ -39,7 +40,7 @@ def taint(st, view, value, mask) -> None:
     else:
         nan = np.isnan(v if v.dtype.kind == "f" else v.astype(np.float32))
         if mask is not None:
-            nan = np.broadcast_to(nan, view.shape) & _tensor._fit_mask(mask, view.shape)
+            nan = np.broadcast_to(nan, view.shape) & full_mask(mask, view.shape)
         hit = bool(nan.any())
     if hit:
         file, line = st.where()
@@ -70,5 +71,3 @@ def index_values(k) -> np.ndarray:
     st.read_origin, st.read_direct = origin, direct
     return vals
 
-
-from evidence.nki import tensor as _tensor  # noqa: E402  (mask alignment; circular by design)

@@ -9,8 +9,9 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
-from evidence.nki.indexing import mask_array
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor, _fit_mask
+from evidence.nki.indexing import fit_mask, full_mask, mask_array
+from evidence.nki.ops.functions import op_name
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
 
 PMAX = 128
 PSUM_FMAX_BYTES = 2048
@@ -81,6 +82,28 @@ def resolve_dtype(st, dt, default):
         raise st.error("err_invalid_dtype", str(exc)) from exc
 
 
+def resolve_op(st, table_: dict, fn, what: str):
+    """An op argument (`op=nl.exp`, `op0=np.add`, a name) as (name, entry of `table_`), or a clear error."""
+    try:
+        name = op_name(fn)
+    except ValueError as exc:
+        raise st.error("err_invalid_op", str(exc)) from None
+    if name not in table_:
+        raise st.error("err_unsupported_op_argument", f"'{name}' is not a supported {what}")
+    return name, table_[name]
+
+
+def scalar_operand(st, x, data: Tensor, op: str, arg: str):
+    """A per-partition operand: a scalar or a [P, 1] tile with the partitions of `data`."""
+    if isinstance(x, Tensor):
+        tile(st, x, op, arg)
+        if x.shape[0] != data.shape[0] or free_size(x.shape) != 1:
+            raise st.error(
+                "err_invalid_scalar_operand", f"'{arg}' of '{op}' must be a scalar or a [{data.shape[0]}, 1] tile, got {list(x.shape)}"
+            )
+    return x
+
+
 def op_mask(st, mask) -> np.ndarray | None:
     try:
         return mask_array(mask)
@@ -140,7 +163,7 @@ def set_result(t: Tensor, arr: np.ndarray, mask: np.ndarray | None = None) -> No
         arr = np.broadcast_to(lead_align(arr, len(t.shape)) if arr.ndim < len(t.shape) else arr, t.shape)
     alloc = t.alloc
     if mask is not None:
-        m = _fit_mask(mask, t.shape)
+        m = fit_mask(mask, t.shape)
         fill = np.nan if arr.dtype.kind == "f" else dtypes.INT_SENTINEL
         arr = np.where(m, arr, fill)
         t.valid = np.broadcast_to(m, t.shape)
@@ -158,7 +181,7 @@ def reduced_mask(mask: np.ndarray | None, shape, axes: tuple[int, ...], keepdims
     reduced lane holds at least one masked-in element (a mask on the reduced axes only thins them)."""
     if mask is None:
         return None
-    m = np.broadcast_to(_fit_mask(mask, tuple(shape)), tuple(shape))
+    m = full_mask(mask, shape)
     return m.any(axis=axes, keepdims=keepdims)
 
 
@@ -167,6 +190,14 @@ def value(x, mask=None) -> np.ndarray:
     if isinstance(x, Tensor):
         return x.read(mask)
     return np.asarray(x)
+
+
+def scalar_value(x, nd: int) -> np.ndarray:
+    """A per-partition operand's fp32 values, shaped to broadcast against an `nd`-axis tile."""
+    if isinstance(x, Tensor):
+        v = dtypes.to_f32(x.read())
+        return v.reshape((v.shape[0],) + (1,) * (nd - 1))
+    return np.float32(x)
 
 
 def f32(x, mask=None) -> np.ndarray:

@@ -6,25 +6,16 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
-from evidence.nki.indexing import MaskExpr
+from evidence.nki.indexing import MaskExpr, full_mask
 from evidence.nki.ops.base import (
     MIN_II, Op, bshape, cost_gpsimd, cost_stream, cost_two_inputs, f32, free_size, fresh, lead_align, op_mask,
-    reduced_mask, resolve_dtype, same_partitions, scalar_dtype, set_result, table, tile, value,
+    reduced_mask, resolve_dtype, resolve_op, same_partitions, scalar_dtype, scalar_operand, scalar_value, set_result,
+    table, tile, value,
 )
-from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY, op_name
-from evidence.nki.tensor import Tensor, _fit_mask
+from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY
+from evidence.nki.tensor import Tensor
 
 SCALAR_ENGINE_UNARY = set(UNARY) - {"invert", "logical_not"}
-
-
-def _fn(st, table_: dict, fn, what: str):
-    try:
-        name = op_name(fn)
-    except ValueError as exc:
-        raise st.error("err_invalid_op", str(exc)) from None
-    if name not in table_:
-        raise st.error("err_unsupported_op_argument", f"'{name}' is not a supported {what}")
-    return name, table_[name]
 
 
 def _operand(st, x, op, arg):
@@ -124,7 +115,7 @@ def check_tensor_tensor(st, data1, data2, op, *, dtype=None, mask=None, engine=N
         )
     if a.alloc.buffer == "psum" and b.alloc.buffer == "psum":
         raise st.error("err_unsupported_memory", "'tensor_tensor' cannot read both operands from PSUM")
-    name, fn = _fn(st, BINARY, op, "tensor_tensor op")
+    name, fn = resolve_op(st, BINARY, op, "tensor_tensor op")
     c = Call("nisa.tensor_tensor", _engine(engine, "vector"))
     c.mask = op_mask(st, mask)
     c.ins = [a, b]
@@ -140,37 +131,20 @@ def exec_tensor_tensor(st, c: Call) -> None:
     set_result(c.out, c.p["fn"](va, vb.reshape(va.shape)), c.mask)
 
 
-def _scalar_operand(st, x, data: Tensor, op: str, arg: str):
-    if isinstance(x, Tensor):
-        tile(st, x, op, arg)
-        if x.shape[0] != data.shape[0] or free_size(x.shape) != 1:
-            raise st.error(
-                "err_invalid_scalar_operand", f"'{arg}' of '{op}' must be a scalar or a [{data.shape[0]}, 1] tile, got {list(x.shape)}"
-            )
-    return x
-
-
 def _apply(fn, a, b, reverse: bool):
     return fn(b, a) if reverse else fn(a, b)
-
-
-def _sval(x, nd: int, mask=None):
-    if isinstance(x, Tensor):
-        v = dtypes.to_f32(x.read())
-        return v.reshape((v.shape[0],) + (1,) * (nd - 1))
-    return np.float32(x)
 
 
 def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
                         dtype=None, mask=None, engine=None, **_):
     data = tile(st, data, "tensor_scalar", "data")
-    _, f0 = _fn(st, BINARY, op0, "tensor_scalar op0")
-    f1 = _fn(st, BINARY, op1, "tensor_scalar op1")[1] if op1 is not None else None
+    _, f0 = resolve_op(st, BINARY, op0, "tensor_scalar op0")
+    f1 = resolve_op(st, BINARY, op1, "tensor_scalar op1")[1] if op1 is not None else None
     c = Call("nisa.tensor_scalar", _engine(engine, "vector"))
     c.mask = op_mask(st, mask)
     c.ins = [data] + [t for t in (operand0, operand1) if isinstance(t, Tensor)]
-    c.p.update(f0=f0, f1=f1, o0=_scalar_operand(st, operand0, data, "tensor_scalar", "operand0"),
-               o1=_scalar_operand(st, operand1, data, "tensor_scalar", "operand1") if f1 else None,
+    c.p.update(f0=f0, f1=f1, o0=scalar_operand(st, operand0, data, "tensor_scalar", "operand0"),
+               o1=scalar_operand(st, operand1, data, "tensor_scalar", "operand1") if f1 else None,
                r0=reverse0, r1=reverse1)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     return c
@@ -179,9 +153,9 @@ def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, opera
 def exec_tensor_scalar(st, c: Call) -> None:
     p, data = c.p, c.ins[0]
     nd = len(data.shape)
-    r = _apply(p["f0"], f32(data, c.mask), _sval(p["o0"], nd), p["r0"])
+    r = _apply(p["f0"], f32(data, c.mask), scalar_value(p["o0"], nd), p["r0"])
     if p["f1"] is not None:
-        r = _apply(p["f1"], r, _sval(p["o1"], nd), p["r1"])
+        r = _apply(p["f1"], r, scalar_value(p["o1"], nd), p["r1"])
     set_result(c.out, r, c.mask)
 
 
@@ -195,8 +169,8 @@ def check_scalar_tensor_tensor(st, *, data, op0, operand0, op1, operand1, revers
     c = Call("nisa.scalar_tensor_tensor", "vector")
     c.mask = op_mask(st, mask)
     c.ins = [data, other]
-    c.p.update(f0=_fn(st, BINARY, op0, "op0")[1], f1=_fn(st, BINARY, op1, "op1")[1],
-               o0=_scalar_operand(st, operand0, data, "scalar_tensor_tensor", "operand0"), r0=reverse0, r1=reverse1)
+    c.p.update(f0=resolve_op(st, BINARY, op0, "op0")[1], f1=resolve_op(st, BINARY, op1, "op1")[1],
+               o0=scalar_operand(st, operand0, data, "scalar_tensor_tensor", "operand0"), r0=reverse0, r1=reverse1)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, dtypes.promote(data.dtype, other.dtype)))
     return c
 
@@ -204,7 +178,7 @@ def check_scalar_tensor_tensor(st, *, data, op0, operand0, op1, operand1, revers
 def exec_scalar_tensor_tensor(st, c: Call) -> None:
     data, other = c.ins
     p = c.p
-    r = _apply(p["f0"], f32(data, c.mask), _sval(p["o0"], len(data.shape)), p["r0"])
+    r = _apply(p["f0"], f32(data, c.mask), scalar_value(p["o0"], len(data.shape)), p["r0"])
     r = _apply(p["f1"], r, f32(other, c.mask).reshape(r.shape), p["r1"])
     set_result(c.out, r, c.mask)
 
@@ -212,7 +186,7 @@ def exec_scalar_tensor_tensor(st, c: Call) -> None:
 def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
                      mask=None, dtype=None, _name="nisa.activation", **_):
     data = tile(st, data, "activation", "data")
-    name, fn = _fn(st, UNARY, op, "activation function")
+    name, fn = resolve_op(st, UNARY, op, "activation function")
     if bias is not None:
         tile(st, bias, "activation", "bias")
         if bias.shape[0] != data.shape[0] or free_size(bias.shape) != 1:
@@ -227,7 +201,7 @@ def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, redu
     c.mask = op_mask(st, mask)
     c.ins = [data] + [t for t in (bias, scale) if isinstance(t, Tensor)]
     c.p.update(fn=fn, bias=bias, scale=scale, res=reduce_res,
-               rfn=_fn(st, BINARY, reduce_op, "reduce op")[1] if reduce_res is not None and reduce_op is not None else np.add)
+               rfn=resolve_op(st, BINARY, reduce_op, "reduce op")[1] if reduce_res is not None and reduce_op is not None else np.add)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     if reduce_res is not None and st.trace_only:
         reduce_res.write(np.zeros(()))
@@ -238,16 +212,16 @@ def exec_activation(st, c: Call) -> None:
     p, data = c.p, c.ins[0]
     nd = len(data.shape)
     x = f32(data, c.mask)
-    x = x * _sval(p["scale"], nd)
+    x = x * scalar_value(p["scale"], nd)
     if p["bias"] is not None:
-        x = x + _sval(p["bias"], nd)
+        x = x + scalar_value(p["bias"], nd)
     r = np.asarray(p["fn"](x), dtype=np.float32)
     set_result(c.out, r, c.mask)
     res = p["res"]
     if res is not None:
         red = np.add.reduce if p["rfn"] is np.add else p["rfn"].reduce
         neutral = {np.maximum: -np.inf, np.minimum: np.inf, np.multiply: 1}.get(p["rfn"], 0)
-        rr = r if c.mask is None else np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, np.float32(neutral))
+        rr = r if c.mask is None else np.where(full_mask(c.mask, r.shape), r, np.float32(neutral))
         vals = red(rr.reshape(r.shape[0], -1), axis=1)
         rows = reduced_mask(c.mask, r.shape, tuple(range(1, nd)), False)
         # partitions the mask leaves out entirely are not computed: reduce_res keeps its old values there
@@ -287,7 +261,7 @@ def exec_where(st, c: Call) -> None:
     shape = c.out.shape
     nd = len(shape)
     if c.p["pred"] is not None:
-        cond = np.broadcast_to(_fit_mask(c.p["pred"], shape), shape)
+        cond = full_mask(c.p["pred"], shape)
     else:
         cond = lead_align(c.ins[0].read(c.mask), nd).astype(bool)
     a, b = _values(c.p["xy"], nd, False, c.mask)
@@ -308,7 +282,7 @@ def check_affine_select(st, pred, on_true_tile, on_false_value, *, mask=None, dt
 
 def exec_affine_select(st, c: Call) -> None:
     t = c.ins[0]
-    pred = np.broadcast_to(_fit_mask(c.p["pred"], t.shape), t.shape)
+    pred = full_mask(c.p["pred"], t.shape)
     set_result(c.out, np.where(pred, f32(t, c.mask), np.float32(c.p["v"])), c.mask)
 
 
@@ -372,7 +346,7 @@ def exec_tensor_copy_predicated(st, c: Call) -> None:
     if c.p["rev"]:
         p = ~p
     if c.mask is not None:
-        p = p & np.broadcast_to(_fit_mask(c.mask, dst.shape), dst.shape)
+        p = p & full_mask(c.mask, dst.shape)
     sv = src.read(p if src.shape == dst.shape else None)  # only the copied elements are read
     dst.write(np.broadcast_to(lead_align(sv, nd), dst.shape), p)
 
@@ -391,7 +365,7 @@ def check_dropout(st, x=None, rate=None, *, prob=None, data=None, dtype=None, ma
 def exec_dropout(st, c: Call) -> None:
     x = c.ins[0]
     v = f32(x, c.mask)
-    rate = _sval(c.p["rate"], len(x.shape))
+    rate = scalar_value(c.p["rate"], len(x.shape))
     keep = st.rng.random(v.shape, dtype=np.float32) >= rate
     set_result(c.out, np.where(keep, v, np.float32(0)), c.mask)
 
@@ -445,8 +419,8 @@ def check_scan(st, data0, data1, initial, op0, op1, reverse0=False, reverse1=Fal
     c = Call("nisa.tensor_tensor_scan", "vector")
     c.mask = op_mask(st, mask)
     c.ins = [d0, d1] + ([initial] if isinstance(initial, Tensor) else [])
-    c.p.update(init=_scalar_operand(st, initial, d0, "tensor_tensor_scan", "initial"),
-               f0=_fn(st, BINARY, op0, "op0")[1], f1=_fn(st, BINARY, op1, "op1")[1], r0=reverse0, r1=reverse1)
+    c.p.update(init=scalar_operand(st, initial, d0, "tensor_tensor_scan", "initial"),
+               f0=resolve_op(st, BINARY, op0, "op0")[1], f1=resolve_op(st, BINARY, op1, "op1")[1], r0=reverse0, r1=reverse1)
     c.out = c.result = fresh(st, d0.shape, resolve_dtype(st, dtype, dtypes.promote(d0.dtype, d1.dtype)))
     return c
 
@@ -456,7 +430,7 @@ def exec_scan(st, c: Call) -> None:
     p = c.p
     a = f32(d0, c.mask).reshape(d0.shape[0], -1)
     b = f32(d1, c.mask).reshape(d0.shape[0], -1)
-    prev = _sval(p["init"], 2).reshape(-1) * np.ones(a.shape[0], np.float32)
+    prev = scalar_value(p["init"], 2).reshape(-1) * np.ones(a.shape[0], np.float32)
     out = np.empty_like(a)
     for i in range(a.shape[1]):
         prev = _apply(p["f1"], _apply(p["f0"], a[:, i], prev, p["r0"]), b[:, i], p["r1"]).astype(np.float32)

@@ -10,7 +10,8 @@ from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype,
     set_result, table, tile, value,
 )
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, _fit_mask, index
+from evidence.nki.indexing import full_mask
+from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, index
 
 ANY = ONCHIP + HBM_KINDS
 
@@ -29,7 +30,7 @@ def track_load(st, src: Tensor, mask) -> None:
             seen = np.count_nonzero(lm)
             lm[...] = True
         else:
-            m = np.broadcast_to(_fit_mask(mask, lm.shape), lm.shape)
+            m = full_mask(mask, lm.shape)
             seen = np.count_nonzero(lm & m)
             lm[...] |= m
     else:
@@ -115,11 +116,11 @@ def exec_store(st, c: Call) -> None:
         # read only the elements the store writes (a masked result's masked-out part is never stored)
         rm = v.valid
         if mask is not None and v.shape == dst.shape:
-            m = np.broadcast_to(_fit_mask(mask, dst.shape), dst.shape)
+            m = full_mask(mask, dst.shape)
             rm = m if rm is None else (m & rm)
         val = v.read(rm)
         if v.valid is not None:
-            mask = v.valid if mask is None else (np.broadcast_to(_fit_mask(mask, dst.shape), dst.shape) & v.valid)
+            mask = v.valid if mask is None else (full_mask(mask, dst.shape) & v.valid)
     else:
         val = value(v)
     arr = fit(st, val, np.shape(val), dst.shape, "store")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import linecache
 import re
+import sys
 
 import numpy as np
 
@@ -10,11 +12,11 @@ from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.ops.base import (
     MIN_II, Op, cost_gpsimd, cost_stream, f32, free_size, fresh, lead_align, op_mask, reduced_mask, resolve_dtype,
-    set_result, table, tile,
+    resolve_op, scalar_operand, scalar_value, set_result, table, tile,
 )
-from evidence.nki.ops.elementwise import _fn, _scalar_operand, _sval
+from evidence.nki.indexing import full_mask
 from evidence.nki.ops.functions import BINARY, REDUCE
-from evidence.nki.tensor import Tensor, _fit_mask
+from evidence.nki.tensor import Tensor
 
 
 def _axes(st, axis, nd: int, op: str, strict: bool) -> tuple[int, ...]:
@@ -63,7 +65,7 @@ def exec_reduce(st, c: Call) -> None:
     v = x.read(c.mask)
     # Result elements whose whole reduced lane is masked out are undefined, like an element-wise result's.
     out_mask = reduced_mask(c.mask, x.shape, c.p["axes"], c.p["keepdims"])
-    m = None if c.mask is None else np.broadcast_to(_fit_mask(c.mask, v.shape), v.shape)
+    m = None if c.mask is None else full_mask(c.mask, v.shape)
     if red in ("bitwise_or", "bitwise_and", "bitwise_xor"):
         fn = REDUCE[red]
         r = v if m is None else np.where(m, v, np.array(-1 if red == "bitwise_and" else 0).astype(v.dtype))
@@ -111,7 +113,7 @@ _RED_NAMES = {"add": "sum", "sum": "sum", "max": "max", "maximum": "max", "amax"
 
 
 def _red_name(st, op) -> str:
-    name = _fn(st, {k: k for k in _RED_NAMES}, op, "reduction op")[0]
+    name = resolve_op(st, {k: k for k in _RED_NAMES}, op, "reduction op")[0]
     return _RED_NAMES[name]
 
 
@@ -141,7 +143,7 @@ def exec_partition_reduce(st, c: Call) -> None:
     x = c.ins[0]
     v = x.read(c.mask)
     red = c.p["red"]
-    m = None if c.mask is None else np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape)
+    m = None if c.mask is None else full_mask(c.mask, x.shape)
     if red.startswith("bitwise"):
         if m is not None:
             v = np.where(m, v, np.array(-1 if red == "bitwise_and" else 0).astype(v.dtype))
@@ -162,7 +164,7 @@ def check_tensor_scalar_reduce(st, *, data, op0, operand0, reduce_op, reduce_res
     c = Call("nisa.tensor_scalar_reduce", "vector")
     c.mask = op_mask(st, mask)
     c.ins = [data]
-    c.p.update(f0=_fn(st, BINARY, op0, "op0")[1], o0=_scalar_operand(st, operand0, data, "tensor_scalar_reduce", "operand0"),
+    c.p.update(f0=resolve_op(st, BINARY, op0, "op0")[1], o0=scalar_operand(st, operand0, data, "tensor_scalar_reduce", "operand0"),
                r0=reverse0, red=_red_name(st, reduce_op), res=res)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     if st.trace_only:
@@ -174,12 +176,12 @@ def exec_tensor_scalar_reduce(st, c: Call) -> None:
     data = c.ins[0]
     p = c.p
     v = f32(data, c.mask)
-    o = _sval(p["o0"], len(data.shape))
+    o = scalar_value(p["o0"], len(data.shape))
     r = p["f0"](o, v) if p["r0"] else p["f0"](v, o)
     set_result(c.out, r, c.mask)
     if c.mask is not None:
         neutral = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1}.get(p["red"], 0)
-        r = np.where(np.broadcast_to(_fit_mask(c.mask, r.shape), r.shape), r, np.float32(neutral))
+        r = np.where(full_mask(c.mask, r.shape), r, np.float32(neutral))
     flat = r.reshape(r.shape[0], -1)
     red = getattr(np, p["red"])(flat, axis=1)
     rows = reduced_mask(c.mask, data.shape, tuple(range(1, len(data.shape))), False)
@@ -209,7 +211,7 @@ def check_bn_stats(st, data, *, mask=None, dtype=None, **_):
 def exec_bn_stats(st, c: Call) -> None:
     x = c.ins[0]
     v = f32(x, c.mask).reshape(x.shape[0], -1).astype(np.float64)
-    m = np.ones(v.shape) if c.mask is None else np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape).reshape(v.shape)
+    m = np.ones(v.shape) if c.mask is None else full_mask(c.mask, x.shape).reshape(v.shape)
     v = np.where(m != 0, v, 0.0)  # masked-out (possibly NaN) elements must not poison the lane sums
     out = []
     for part, w in ((v[:, 0::2], m[:, 0::2]), (v[:, 1::2], m[:, 1::2])):  # masked-out elements do not count
@@ -258,7 +260,7 @@ def exec_max8(st, c: Call) -> None:
     x = c.ins[0]
     v = f32(x, c.mask)
     if c.mask is not None:  # masked-out elements do not take part
-        v = np.where(np.broadcast_to(_fit_mask(c.mask, x.shape), x.shape), v, np.float32(-np.inf))
+        v = np.where(full_mask(c.mask, x.shape), v, np.float32(-np.inf))
     v = v.reshape(x.shape[0], -1)
     set_result(c.out, -np.sort(-v, axis=1)[:, :8], _row_mask(c.mask, x.shape))
 
@@ -339,11 +341,8 @@ def check_loop_reduce(st, x, op, loop_indices=None, *, dtype=None, mask=None, **
     `b[...] = nl.loop_reduce(a, op)` returns a tile the assignment combines into b[...];
     `b = nl.loop_reduce(a, op)` names its target only in the source line, which is read here.
     """
-    import linecache
-    import sys
-
     x = tile(st, x, "loop_reduce", "x")
-    _, fn = _fn(st, BINARY, op, "loop_reduce op")
+    _, fn = resolve_op(st, BINARY, op, "loop_reduce op")
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename not in st.files:
         f = f.f_back
