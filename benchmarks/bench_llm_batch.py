@@ -24,10 +24,12 @@ sys.path.insert(0, str(ROOT))
 from evidence.model import EvidenceBundle, EvidenceItem, Location, Severity, sort_items  # noqa: E402
 from evidence.submission import Submission  # noqa: E402
 from grader.drafting.llm import LLMDrafter  # noqa: E402
-from grader.rubric import CRITERIA_IDS, Rubric  # noqa: E402
+from grader.rubric import Rubric  # noqa: E402
 from grader.settings import Settings  # noqa: E402
 from tests.fakes import llm_case as case  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, verdict  # noqa: E402
+
+CRITERIA_IDS = tuple(f"criterion_{n}" for n in range(1, 11))  # ten criteria; their ids do not matter
 
 
 def make_rubric() -> Rubric:

@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field
 
-EVIDENCE_SCHEMA_VERSION = 1
+EVIDENCE_SCHEMA_VERSION = 2  # 2: items no longer carry rubric criteria
 
 # Ids are cited verbatim by drafters (and models), so they stay short, readable and stable.
 EvidenceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/@\-\[\]]+$", max_length=200)]
@@ -67,7 +67,6 @@ class EvidenceItem(BaseModel):
     location: Location | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
-    criteria: tuple[str, ...] = ()  # rubric criteria this item informs (hints)
 
 
 class AnalyzerFailure(BaseModel):

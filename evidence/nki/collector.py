@@ -31,8 +31,6 @@ from evidence.submission import Submission
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
-_TILING_CODES = {"err_num_partition_exceed_arch_limit", "err_size_of_dimension_exceed_arch_limit",
-                 "err_num_partition_mismatch", "err_insufficient_rank", "err_failed_to_infer_tile_from_local_tensor"}
 FINDING_SEVERITY = {
     "err_unexpected_output_dependencies": Severity.high,
     "uninitialized_read": Severity.high,
@@ -44,18 +42,6 @@ FINDING_SEVERITY = {
     "partition_start_rule": Severity.medium,
     "block_dimensions_deprecated": Severity.low,
     "benchmark_no_timing": Severity.info,
-}
-FINDING_CRITERIA = {
-    "err_unexpected_output_dependencies": ("kernel_correctness", "neuron_platform"),
-    "uninitialized_read": ("kernel_correctness", "numerical_correctness"),
-    "err_tensor_output_not_written_to": ("kernel_correctness",),
-    "output_not_fully_written": ("kernel_correctness",),
-    "sbuf_capacity_exceeded": ("memory_hierarchy", "tiling"),
-    "psum_capacity_exceeded": ("memory_hierarchy", "tiling"),
-    "matmul_mixed_fp32_dtypes": ("precision", "neuron_platform"),
-    "partition_start_rule": ("tiling", "neuron_platform"),
-    "block_dimensions_deprecated": ("neuron_platform",),
-    "benchmark_no_timing": ("benchmarking",),
 }
 
 
@@ -206,11 +192,10 @@ class SimulationCollector(Collector):
         result, arrays = self.run_child(submission)
         return self.items(submission, result, arrays)
 
-    def _item(self, kind: str, ident: tuple, severity: Severity, title: str, criteria: tuple, *, location=None,
+    def _item(self, kind: str, ident: tuple, severity: Severity, title: str, *, location=None,
               detail: str = "", metrics=None, labels=None) -> EvidenceItem:
         return EvidenceItem(id=make_id(kind, *ident), kind=kind, analyzer=self.analyzer, severity=severity, title=title,
-                            detail=detail, location=location, metrics=metrics or {}, labels=labels or {},
-                            criteria=criteria)
+                            detail=detail, location=location, metrics=metrics or {}, labels=labels or {})
 
     def _loc(self, submission: Submission, file: str | None, line: int) -> Location | None:
         file = file or submission.manifest.kernel.file
@@ -237,7 +222,7 @@ class SimulationCollector(Collector):
         if status == "unsupported_dialect":
             out.append(self._item(
                 "sim.unsupported_dialect", (err.get("file") or kfile, err.get("line", 0)), Severity.medium,
-                "Kernel uses the standalone nki 0.3+ dialect; not simulated", ("neuron_platform",),
+                "Kernel uses the standalone nki 0.3+ dialect; not simulated",
                 location=self._loc(submission, err.get("file"), int(err.get("line") or 0)),
                 detail=err.get("message", ""), labels={"message": err.get("message", "")[:500]}))
             return out
@@ -248,18 +233,15 @@ class SimulationCollector(Collector):
             out.append(self._item(
                 "sim.reference_error", (rfile,), Severity.high,
                 "The reference function failed" + ("" if rcode == "python_error" else f" ({rcode})"),
-                ("kernel_correctness", "numerical_correctness"),
                 location=self._loc(submission, rfile, int(ref.get("line") or 0) or self._def_line(submission, rfile)),
                 detail=ref.get("message", ""), labels={"code": rcode, "message": ref.get("message", "")[:500]}))
         if status == "error":
             code = err.get("code", "error")
-            crit = ("kernel_correctness", "neuron_platform") + (("tiling",) if code in _TILING_CODES or "psum" in
-                                                                err.get("message", "").lower() else ())
             # A limit of the simulator or of its resources is not evidence against the kernel.
             kind, severity, prefix = (("sim.incomplete", Severity.medium, "Simulation incomplete")
                                       if code in SIMULATOR_LIMIT_CODES else ("sim.error", Severity.critical, "Simulation stopped"))
             out.append(self._item(
-                kind, (code,), severity, _headline(prefix, code, err.get("message", "")), crit,
+                kind, (code,), severity, _headline(prefix, code, err.get("message", "")),
                 location=self._loc(submission, err.get("file"), int(err.get("line") or 0)) or entry_loc,
                 detail=_rest(err.get("message", "")), labels={"code": code, "message": err.get("message", "")[:500]}))
         report = result.get("report")
@@ -268,7 +250,7 @@ class SimulationCollector(Collector):
                 code = f["code"]
                 out.append(self._item(
                     "sim.finding", (code, f.get("file"), f.get("line") or None), FINDING_SEVERITY.get(code, Severity.medium),
-                    _headline("Simulator finding", code, f.get("message", "")), FINDING_CRITERIA.get(code, ("kernel_correctness",)),
+                    _headline("Simulator finding", code, f.get("message", "")),
                     location=self._loc(submission, f.get("file"), int(f.get("line") or 0)) or entry_loc,
                     detail=_rest(f.get("message", "")), labels={"code": code, "message": f.get("message", "")[:500]}))
         if status == "ok" and report:
@@ -291,7 +273,7 @@ class SimulationCollector(Collector):
         return self._item(
             "sim.trace", (submission.manifest.kernel.file,), Severity.info,
             f"Simulation trace: {r['instructions']} instructions, {r['dma_count']} DMAs",
-            ("memory_hierarchy", "data_movement", "performance", "tiling"), location=loc,
+            location=loc,
             metrics={k: float(v) for k, v in metrics.items()}, labels={"target": r["target"]})
 
     def _output_items(self, submission, result: dict, arrays, ref: dict, loc) -> list[EvidenceItem]:
@@ -325,7 +307,7 @@ class SimulationCollector(Collector):
                       + f"; over the finite elements{' it wrote' if c.unwritten_count else ''}: rel L2 {c.rel_l2:.3g}"
                       + (f" (above the bound {c.rel_l2_bound:.3g})" if c.shape_ok and c.rel_l2_exceeded else "")
                       + f", max abs {c.max_abs_err:.3g}")
-            items.append(self._item("sim.output", (i,), severity, title, ("kernel_correctness", "numerical_correctness"),
+            items.append(self._item("sim.output", (i,), severity, title,
                                     location=loc, detail=detail, metrics=c.metrics(), labels=labels))
         return items
 

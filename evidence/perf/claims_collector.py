@@ -47,13 +47,13 @@ class ClaimsCollector(Collector):
                 id=make_id("claims.claim", claim.id), kind="claims.claim", analyzer=self.analyzer,
                 title=f"Claim {claim.id}: {claim.metric} = {claim.value:g}", location=loc,
                 detail=f"baseline: {claim.baseline or 'none'}; method: {method.model_dump(exclude_none=True)}",
-                metrics=metrics, labels=labels, criteria=("benchmarking", "performance"),
+                metrics=metrics, labels=labels,
             ))
             gaps = methodology_gaps(claim, method) + physical_gaps(claim, method, submission.manifest.task.target)
             for gap in gaps:
                 items.append(EvidenceItem(
                     id=make_id("claims.methodology", claim.id, gap.code), kind="claims.methodology",
                     analyzer=self.analyzer, severity=Severity(gap.severity), title=f"Claim {claim.id}: {gap.message}",
-                    location=loc, labels={"code": gap.code, "claim": claim.id}, criteria=("benchmarking",),
+                    location=loc, labels={"code": gap.code, "claim": claim.id},
                 ))
         return items

@@ -306,10 +306,8 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
     from evidence.model import EvidenceItem, Location, make_id
 
     f = facts.file
-    crit = ("migration_fidelity",)
 
     def item(kind: str, key: object, title: str, line: int, end: int | None = None, **kw: object) -> EvidenceItem:
-        kw.setdefault("criteria", crit)
         return EvidenceItem(id=make_id(kind, f, line, key), kind=kind, analyzer=analyzer, title=title,
                             location=Location(file=f, start_line=line, end_line=end or line), **kw)
 
@@ -348,7 +346,7 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
     for e in facts.accumulators:
         items.append(item("cuda.accumulator", f"{e.function}:{e.what}", f"{e.labels['accumulator_dtype']} accumulator "
                           f"'{e.what}' over {e.labels['input_dtype']} inputs in {e.function}", e.line,
-                          labels={"name": e.what, "function": e.function, **e.labels}, criteria=crit + ("precision",)))
+                          labels={"name": e.what, "function": e.function, **e.labels}))
     for e in facts.loops:
         items.append(item("cuda.loop", "", f"{e.what} loop ({e.labels['pattern']}) in {e.function}", e.line, e.end,
                           labels={**e.labels, "function": e.function}, metrics={"depth": e.value or 1.0}))

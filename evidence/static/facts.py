@@ -22,7 +22,6 @@ FACT_KINDS = {
     "nki.rule_failure": "a static rule crashed on this file; its findings are missing (labels: rule, error_type)",
 }
 _NOT_COUNTED = frozenset({"nl.affine_range", "nl.sequential_range", "nl.static_range", "nl.par_dim", "nl.arange", "nl.mgrid"})
-_FACT_CRITERIA = ("tiling", "neuron_platform")
 
 
 def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
@@ -30,7 +29,7 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
     items = [EvidenceItem(
         id=make_id("nki.dialect", f), kind="nki.dialect", analyzer=analyzer,
         title=f"NKI dialect: {a.dialect.dialect}", location=Location(file=f, start_line=1, end_line=1),
-        labels={"dialect": a.dialect.dialect, "source": a.dialect.source}, criteria=("neuron_platform",),
+        labels={"dialect": a.dialect.dialect, "source": a.dialect.source},
     )]
     for fn in a.functions:
         calls = [c for c in fn.calls if c.name not in _NOT_COUNTED]
@@ -43,7 +42,6 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
                 metrics={"n_loops": len(fn.loops), "max_loop_depth": max((lp.depth for lp in fn.loops), default=0),
                          "n_api_calls": len(calls), "n_nisa_calls": sum(c.name.startswith("nisa.") for c in calls),
                          "n_nl_calls": sum(c.name.startswith("nl.") for c in calls)},
-                criteria=_FACT_CRITERIA,
             ))
         for lp in fn.loops:
             metrics = {"depth": float(lp.depth)}
@@ -55,7 +53,7 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
                       + (f" ({lp.trip} iterations)" if lp.trip is not None else ""),
                 location=Location(file=f, start_line=lp.start, end_line=lp.end),
                 labels={"iterator": lp.kind, "function": fn.name, "vars": ",".join(lp.vars)},
-                metrics=metrics, criteria=("tiling", "performance"),
+                metrics=metrics,
             ))
         by_api: dict[str, list[int]] = defaultdict(list)
         for c in fn.calls:
@@ -69,7 +67,7 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
                 title=f"{api} x{len(lines)} in {fn.name}",
                 location=Location(file=f, start_line=min(lines), end_line=max(lines)),
                 labels={"api": api, "function": fn.name, "lines": ",".join(str(x) for x in sorted(set(lines)))},
-                metrics={"count": float(len(lines))}, criteria=("neuron_platform",),
+                metrics={"count": float(len(lines))},
             ))
     return items
 
@@ -87,7 +85,7 @@ def _alloc_item(f: str, c, analyzer: str, fn_name: str) -> EvidenceItem:
         title=f"{c.name} {shape_text(t)} {t.dtype or '?'} in {t.buffer or '?'}",
         location=Location(file=f, start_line=c.start, end_line=c.end),
         labels={"buffer": t.buffer or "unknown", "dtype": t.dtype or "unknown", "shape": shape_text(t), "function": fn_name},
-        metrics=metrics, criteria=("memory_hierarchy", "tiling"),
+        metrics=metrics,
     )
 
 
@@ -100,7 +98,6 @@ def finding_items(a: Analysis, rules: dict[str, type[Rule]], analyzer: str) -> l
             id=make_id(kind, a.file, fd.start), kind=kind, analyzer=analyzer, severity=fd.severity,
             title=fd.message, detail=fd.detail, location=Location(file=a.file, start_line=fd.start, end_line=fd.end),
             metrics=fd.metrics, labels={**fd.labels, "rule_version": rule.version, "dialect": a.dialect.dialect},
-            criteria=rule.criteria,
         ))
     for fail in a.failures:
         items.append(EvidenceItem(

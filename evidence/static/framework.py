@@ -1,7 +1,7 @@
 """The rule framework (after Fixit): small Rule classes with docs and examples, run in one pass.
 
 A rule is one class in one module under `evidence/static/rules/`: a docstring (its
-documentation: what, why on Trainium, the fix), `id`, `version`, `criteria`, `severity`,
+documentation: what, why on Trainium, the fix), `id`, `version`, `severity`,
 `dialects`, and `VALID` / `INVALID` source examples that become parametrised tests. Rules are
 found by walking `Rule.__subclasses__()`. They implement any of the semantic hooks
 (`on_call`, `on_assign`, `enter_loop`, `leave_loop`, `leave_function`) or raw libcst hooks
@@ -72,7 +72,6 @@ class Rule:
 
     id: ClassVar[str] = ""
     version: ClassVar[str] = "1"
-    criteria: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[Severity] = Severity.low
     dialects: ClassVar[tuple[str, ...]] = (BETA,)
     # True for rules about speed/efficiency: clean optimised kernels must trigger none of them.

@@ -95,7 +95,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
 
-    def emit(aspect: str, verdict: str, cuda_text: str, nki_text: str, title: str, criteria: tuple[str, ...],
+    def emit(aspect: str, verdict: str, cuda_text: str, nki_text: str, title: str,
              extra: dict[str, str] | None = None, metrics: dict[str, float] | None = None) -> None:
         kind = "migration." + aspect
         out.append(EvidenceItem(
@@ -103,7 +103,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
             title=f"{aspect.replace('_', ' ')}: {verdict} ({title})", location=loc,
             detail=f"CUDA ({cuda.file}): {cuda_text}. NKI ({a.file}): {nki_text}.",
             labels={"verdict": verdict, "cuda": cuda_text, "nki": nki_text, "cuda_file": cuda.file, **(extra or {})},
-            metrics=metrics or {}, criteria=criteria,
+            metrics=metrics or {},
         ))
 
     # Accumulation dtype.
@@ -118,7 +118,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
         verdict = "preserved"
     else:
         verdict = "unknown"
-    emit("accumulation", verdict, cuda_text, nki_text, "accumulator dtype", ("migration_fidelity", "precision"))
+    emit("accumulation", verdict, cuda_text, nki_text, "accumulator dtype")
 
     # Thread indexing and tiling.
     uses = sum(sum(k.builtins.values()) for k in kernels)
@@ -127,8 +127,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     nki_idx = (f"CUDA threads replayed: {'; '.join(nki.emulation)}" if emulated
                else f"tiles of up to {nki.tile_partitions} partitions, no per-element loops or per-row instances")
     emit("thread_indexing", "thread_emulation" if emulated else "tile_level", cuda_idx, nki_idx, "threads vs tiles",
-         ("migration_fidelity", "tiling", "performance"), metrics={"thread_emulation_loops": float(nki.thread_emulation),
-                                                                    "max_tile_partitions": float(nki.tile_partitions)})
+         metrics={"thread_emulation_loops": float(nki.thread_emulation), "max_tile_partitions": float(nki.tile_partitions)})
     smem = sum(e.value or 0 for e in cuda.shared)
     cuda_tile = (f"{len(cuda.shared)} __shared__ array(s), {int(smem)} B; block of "
                  f"{next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
@@ -139,7 +138,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     else:
         verdict = "restructured"
     emit("tiling", verdict, cuda_tile, f"{nki.n_loads} load site(s), largest tile {nki.tile_partitions} partitions",
-         "shared memory vs SBUF", ("migration_fidelity", "tiling"), metrics={"cuda_shared_bytes": float(smem)})
+         "shared memory vs SBUF", metrics={"cuda_shared_bytes": float(smem)})
 
     # Atomics.
     atomics = sorted({e.what for e in cuda.atomics})
@@ -149,7 +148,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
         verdict, nki_atom = "replaced", ", ".join(sorted(set(nki.atomic_like + nki.reductions)))
     else:
         verdict, nki_atom = "missing", "no atomic_rmw, PSUM accumulation or reduction"
-    emit("atomics", verdict, ", ".join(atomics) or "no atomics", nki_atom, "atomics", ("migration_fidelity",))
+    emit("atomics", verdict, ", ".join(atomics) or "no atomics", nki_atom, "atomics")
 
     # Idioms without an NKI equivalent (REFERENCE §6).
     # An instance per row still reduces its row as a tile (barriers and shuffles map to nl.sum and
@@ -169,6 +168,6 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     nki_id = (f"reductions: {', '.join(sorted(set(nki.reductions)))}" if nki.reductions else "no NKI reductions") + (
         "; CUDA thread structure replayed per element" if threads else
         "; one SPMD instance per CUDA block/row" if emulated else "")
-    emit("idioms", verdict, cuda_id, nki_id, "CUDA-only idioms", ("migration_fidelity", "neuron_platform"),
+    emit("idioms", verdict, cuda_id, nki_id, "CUDA-only idioms",
          extra={f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())})
     return out

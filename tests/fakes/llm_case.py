@@ -61,15 +61,13 @@ def bundle(sub: Submission | None = None, *, extra: list[EvidenceItem] = ()) -> 
     items = [
         EvidenceItem(id=SIM_ID, kind="sim.output", analyzer="sim@1", severity=Severity.high,
                      title="Output 'out' mismatches the reference on the last 44 rows",
-                     metrics={"matches": 0.0, "mismatch_fraction": 0.0733, "nan_count": 0.0},
-                     criteria=("kernel_correctness",)),
+                     metrics={"matches": 0.0, "mismatch_fraction": 0.0733, "nan_count": 0.0}),
         EvidenceItem(id=RAGGED_ID, kind="nki.ragged-without-mask", analyzer="static@1", severity=Severity.medium,
                      title="300 rows are tiled by 128 without a mask: the last 44 rows are skipped",
-                     location=Location(file="kernel.py", start_line=10, end_line=10),
-                     criteria=("kernel_correctness", "tiling")),
+                     location=Location(file="kernel.py", start_line=10, end_line=10)),
         EvidenceItem(id=KERNEL_ID, kind="nki.kernel", analyzer="static@1", severity=Severity.info,
                      title="Kernel add_kernel", location=Location(file="kernel.py", start_line=6, end_line=14),
-                     metrics={"loops": 1.0}, criteria=("tiling",)),
+                     metrics={"loops": 1.0}),
         *InjectionCollector().collect(sub),
         *extra,
     ]

@@ -28,7 +28,6 @@ class AffineLoopCarriedDependency(Rule):
     """
 
     id = "affine-loop-carried-dependency"
-    criteria = ("kernel_correctness", "neuron_platform")
     severity = Severity.critical
     performance = False
     VALID = [

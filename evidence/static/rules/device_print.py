@@ -18,7 +18,6 @@ class DevicePrint(Rule):
     """
 
     id = "device-print"
-    criteria = ("neuron_platform",)
     severity = Severity.low
     dialects = (BETA, STANDALONE)
     performance = False

@@ -27,7 +27,6 @@ class DtypePromotion(Rule):
     """
 
     id = "dtype-promotion"
-    criteria = ("precision", "performance")
     severity = Severity.low
     dialects = (BETA, STANDALONE)
     performance = False

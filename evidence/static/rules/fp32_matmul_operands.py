@@ -26,7 +26,6 @@ class Fp32MatmulOperands(Rule):
     """
 
     id = "fp32-matmul-operands"
-    criteria = ("performance", "precision")
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [

@@ -27,7 +27,6 @@ class HoistableLoad(Rule):
     """
 
     id = "hoistable-load"
-    criteria = ("memory_hierarchy", "data_movement", "performance")
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [

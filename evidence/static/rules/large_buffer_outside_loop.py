@@ -26,7 +26,6 @@ class LargeBufferOutsideLoop(Rule):
     """
 
     id = "large-buffer-outside-loop"
-    criteria = ("memory_hierarchy", "performance")
     severity = Severity.low
     dialects = (BETA, STANDALONE)
     VALID = [

@@ -21,7 +21,6 @@ class LargeStaticRange(Rule):
     """
 
     id = "large-static-range"
-    criteria = ("performance", "neuron_platform")
     severity = Severity.low
     VALID = ["import neuronxcc.nki.language as nl\nfor i in nl.static_range(4):\n    x = i\n",
              "import neuronxcc.nki.language as nl\nfor i in nl.affine_range(1024):\n    x = i\n"]

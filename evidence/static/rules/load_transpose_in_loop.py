@@ -23,7 +23,6 @@ class LoadTransposeInLoop(Rule):
     """
 
     id = "load-transpose-in-loop"
-    criteria = ("data_movement", "performance")
     severity = Severity.medium
     VALID = [
         _HEAD + "t = nl.load_transpose2d(a)\nfor i in nl.affine_range(4):\n    x = nl.load(b)\n",

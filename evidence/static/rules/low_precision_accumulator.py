@@ -24,7 +24,6 @@ class LowPrecisionAccumulator(Rule):
     """
 
     id = "low-precision-accumulator"
-    criteria = ("precision", "numerical_correctness")
     severity = Severity.high
     dialects = (BETA, STANDALONE)
     performance = False

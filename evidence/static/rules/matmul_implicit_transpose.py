@@ -20,7 +20,6 @@ class MatmulImplicitTranspose(Rule):
     """
 
     id = "matmul-implicit-transpose"
-    criteria = ("performance", "tiling", "neuron_platform")
     severity = Severity.medium
     VALID = [
         "import neuronxcc.nki.language as nl\nc = nl.matmul(xT, y, transpose_x=True)\n",

@@ -23,7 +23,6 @@ class MatmulOperandLimits(Rule):
     """
 
     id = "matmul-operand-limits"
-    criteria = ("kernel_correctness", "tiling")
     severity = Severity.critical
     dialects = (BETA, STANDALONE)
     performance = False

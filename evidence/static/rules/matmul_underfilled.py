@@ -35,7 +35,6 @@ class MatmulUnderfilled(Rule):
     """
 
     id = "matmul-underfilled"
-    criteria = ("tiling", "performance")
     severity = Severity.medium
     VALID = [
         Valid(_KERNEL.format(trips=2, n=512), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 1024), "bfloat16")}),

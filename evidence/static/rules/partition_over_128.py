@@ -21,7 +21,6 @@ class PartitionOver128(Rule):
     """
 
     id = "partition-over-128"
-    criteria = ("kernel_correctness", "tiling")
     severity = Severity.critical
     dialects = (BETA, STANDALONE)
     performance = False

@@ -25,7 +25,6 @@ class PsumAccumulateNotInplace(Rule):
     """
 
     id = "psum-accumulate-not-inplace"
-    criteria = ("performance", "memory_hierarchy", "neuron_platform")
     severity = Severity.medium
     VALID = [
         _HEAD + "acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)\nfor k in nl.affine_range(4):\n"

@@ -21,7 +21,6 @@ class PsumOverBank(Rule):
     """
 
     id = "psum-over-bank"
-    criteria = ("kernel_correctness", "memory_hierarchy", "tiling")
     severity = Severity.critical
     dialects = (BETA, STANDALONE)
     performance = False

@@ -24,7 +24,6 @@ class PythonLogicOnTile(Rule):
     """
 
     id = "python-logic-on-tile"
-    criteria = ("kernel_correctness", "neuron_platform")
     severity = Severity.critical
     performance = False
     VALID = [

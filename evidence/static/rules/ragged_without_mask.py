@@ -30,7 +30,6 @@ class RaggedWithoutMask(Rule):
     """
 
     id = "ragged-without-mask"
-    criteria = ("kernel_correctness", "tiling")
     severity = Severity.high
     performance = False
     VALID = [

@@ -24,7 +24,6 @@ class SequentialWithoutDependency(Rule):
     """
 
     id = "sequential-without-dependency"
-    criteria = ("performance", "data_movement", "neuron_platform")
     severity = Severity.low
     VALID = [
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    state = nl.zeros((128, 1), nl.float32)\n    for i in nl.sequential_range(4):\n"

@@ -23,7 +23,6 @@ class SharedHbmNested(Rule):
     """
 
     id = "shared-hbm-nested"
-    criteria = ("kernel_correctness", "neuron_platform")
     severity = Severity.critical
     dialects = (BETA, STANDALONE)
     performance = False

@@ -29,7 +29,6 @@ class SmallDma(Rule):
     """
 
     id = "small-dma"
-    criteria = ("data_movement", "performance")
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [

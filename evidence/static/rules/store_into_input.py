@@ -27,7 +27,6 @@ class StoreIntoInput(Rule):
     """
 
     id = "store-into-input"
-    criteria = ("kernel_correctness", "neuron_platform")
     severity = Severity.critical
     dialects = (BETA, STANDALONE)
     performance = False

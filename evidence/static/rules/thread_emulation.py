@@ -34,7 +34,6 @@ class ThreadEmulation(Rule):
     """
 
     id = "thread-emulation"
-    criteria = ("migration_fidelity", "tiling", "performance")
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [

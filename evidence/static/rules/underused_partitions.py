@@ -26,7 +26,6 @@ class UnderusedPartitions(Rule):
     """
 
     id = "underused-partitions"
-    criteria = ("tiling", "performance")
     severity = Severity.low
     dialects = (BETA, STANDALONE)
     VALID = [

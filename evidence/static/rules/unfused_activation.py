@@ -29,7 +29,6 @@ class UnfusedActivation(Rule):
     """
 
     id = "unfused-activation"
-    criteria = ("performance",)
     severity = Severity.low
     VALID = [
         Valid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1, keepdims=True, dtype=nl.float32)\n"

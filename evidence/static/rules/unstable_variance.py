@@ -32,7 +32,6 @@ class UnstableVariance(Rule):
     """
 
     id = "unstable-variance"
-    criteria = ("precision", "numerical_correctness")
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     performance = False
