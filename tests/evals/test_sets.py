@@ -1,0 +1,58 @@
+"""The gold-labelled sets under evals/ are usable: items load, gold is complete and valid, and every
+kernel behaves in the simulator as its gold file says it was built to (evals/check.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evals.check import SETS, item_dirs, load_set, simulation_problems
+
+CALIBRATION, AUDIT = SETS
+LOADED = {s.name: load_set(s) for s in SETS if s.is_dir()}
+
+
+def _items():
+    return [pytest.param(s, p.name, id=f"{s.name}/{p.name}") for s in SETS if s.is_dir() for p in item_dirs(s)]
+
+
+def test_every_item_loads_with_complete_valid_gold():
+    problems = [p for loaded in LOADED.values() for p in loaded.problems]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("set_dir", "name"), _items())
+def test_item_simulates_as_designed(set_dir, name):
+    loaded = LOADED[set_dir.name]
+    if name not in loaded.golds:
+        pytest.fail(f"{name} has no usable gold.toml (see the gold test)")
+    problems = simulation_problems(loaded, name)
+    assert not problems, "\n".join(problems)
+
+
+def test_gold_problems_are_reported(tmp_path: Path):
+    """The check itself fails on a broken gold file (a test of the checker, with a copied item)."""
+    item = tmp_path / "set" / "add-base"
+    shutil.copytree(CALIBRATION / "add-base", item)
+    text = (item / "gold.toml").read_text()
+    text = text.replace('[criteria.tiling]\nscore = 5', '[criteria.tiling]\nscore = 7')
+    text = text.replace('kernel.py:20-25', 'kernel.py:20-99')
+    (item / "gold.toml").write_text(text + '\n[criteria.speed]\nscore = 3\nrationale = "not a criterion of the rubric"\n')
+    problems = load_set(item.parent).problems
+    assert any("criteria.tiling.score: 7" in p for p in problems)
+    assert any("criteria.speed: not a criterion" in p for p in problems)
+    assert any("kernel.py:20-99 is not a range" in p for p in problems)
+
+
+def test_simulation_expectations_are_enforced(tmp_path: Path):
+    """An expectation the kernel does not meet is reported with the measured value."""
+    item = tmp_path / "set" / "add-base"
+    shutil.copytree(CALIBRATION / "add-base", item)
+    text = (item / "gold.toml").read_text().replace('"partition_utilisation >= 0.8"', '"partition_utilisation <= 0.5"')
+    (item / "gold.toml").write_text(text)
+    loaded = load_set(item.parent)
+    problems = simulation_problems(loaded, "add-base")
+    assert any("partition_utilisation <= 0.5" in p and "fails" in p for p in problems), problems
