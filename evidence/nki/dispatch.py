@@ -11,11 +11,14 @@ modules, which build `Call` plans, and below `tensor`, whose operators dispatch 
 
 from __future__ import annotations
 
+import numpy as np
+
 from evidence.nki import state as _state
 from evidence.nki.errors import UnsupportedOpError
 from evidence.nki.trace import TraceEvent
 
 _BUF_SLOT = {"hbm": 0, "shared_hbm": 0, "private_hbm": 0, "sbuf": 1, "psum": 2}
+_HBM = ("hbm", "shared_hbm", "private_hbm")
 
 
 class Call:
@@ -51,9 +54,12 @@ def call(name: str, args: tuple, kwargs: dict):
             file,
             line,
         )
+    redundant_before = st.redundant_bytes
     c = op.check(st, *args, **kwargs)
     if c.engine is not None:
-        _record(st, op, c)
+        _record(st, op, c, st.redundant_bytes - redundant_before)
+    elif st.recorder.keep and c.out is not None:
+        _forward(st, c)
     if op.execute is not None and not st.trace_only:
         st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
         st.read_direct = False
@@ -71,7 +77,78 @@ def _dtype_name(dt) -> str:
     return name
 
 
-def _record(st, op, c: Call) -> None:
+def _forward(st, c: Call) -> None:
+    """A bookkeeping call that binds or accumulates other tiles into its destination (no instruction)."""
+    srcs = list(c.ins)
+    v = c.p.get("v")
+    if getattr(v, "alloc", None) is not None and v not in srcs:  # a tile (tensor sits above this module)
+        srcs.append(v)
+    srcs = [t for t in srcs if t.alloc is not c.out.alloc or t.block != c.out.block]
+    if srcs:
+        rec = st.recorder
+        rec.forwards.append((len(rec.events), (c.out.alloc.uid, c.out.block),
+                             tuple((t.alloc.uid, t.block) for t in srcs)))
+
+
+def _run_elements(t) -> int:
+    """Contiguous elements of an HBM view along its innermost axes (one DMA buffer, REFERENCE §5.2).
+
+    Basic views carry the load-tracking mask (inputs) or the write stamps (kernel-created tensors), real
+    arrays shaped like the allocation and sliced like the data, so their strides say what is contiguous
+    even in trace-only mode."""
+    if t.adv is None:
+        probe = t.lmask if t.lmask is not None else t.stamp
+        if probe is None:
+            return t.size
+        run, expected = 1, probe.itemsize
+        for n, stride in zip(reversed(probe.shape), reversed(probe.strides)):
+            if n == 1:
+                continue
+            if stride != expected:
+                break
+            run *= n
+            expected *= n
+        return run
+    parent, idx, grid = t.adv
+    probe = parent.lmask if parent.lmask is not None else parent.stamp
+    if probe is None or not grid:
+        return 1
+    first = (0,) * (len(grid) - 1)
+    offsets = 0
+    for ix, stride in zip(idx, probe.strides):
+        if isinstance(ix, np.ndarray):
+            offsets = offsets + np.broadcast_to(ix, grid)[first] * (stride // probe.itemsize)
+        else:
+            offsets = offsets + int(ix) * (stride // probe.itemsize)
+    offsets = np.atleast_1d(offsets)
+    steps = np.diff(offsets) != 1
+    return int(np.argmax(steps)) + 1 if steps.any() else int(offsets.size)
+
+
+def _dma_run(c: Call, nbytes: int, parts: int) -> int:
+    """Bytes per DMA buffer: the HBM side's contiguous run, at most the bytes per partition when the
+    other side is on chip (each partition is a separate buffer there)."""
+    hbm = None
+    onchip = False
+    for t in c.ins:
+        if t.alloc.buffer in _HBM:
+            hbm = hbm or t
+        else:
+            onchip = True
+    out = c.out
+    if out is not None:
+        if out.alloc.buffer in _HBM:
+            hbm = hbm or out
+        else:
+            onchip = True
+    per_partition = nbytes // max(parts, 1)
+    if hbm is None:
+        return max(1, per_partition)
+    run = _run_elements(hbm) * hbm.itemsize
+    return max(1, min(run, per_partition) if onchip else run)
+
+
+def _record(st, op, c: Call, redundant: int = 0) -> None:
     reads = [0, 0, 0]
     writes = [0, 0, 0]
     for t in c.ins:
@@ -88,11 +165,19 @@ def _record(st, op, c: Call) -> None:
     dt = c.dtype if c.dtype is not None else (out.dtype if out is not None else None)
     cycles = op.cost(st, c) if op.cost is not None else 0.0
     file, line = st.where()
-    st.recorder.add(
+    rec = st.recorder
+    if rec.keep:
+        rd = tuple((t.alloc.uid, t.block) for t in c.ins)
+        wr = (out.alloc.uid, out.block) if out is not None else None
+        run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
+    else:
+        rd, wr, run = (), None, 0
+    rec.add(
         TraceEvent(
             c.op, c.engine, line, tuple(t.shape for t in c.ins) + (shape,),
             "" if dt is None else _dtype_name(dt), parts, elements,
             (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2]), float(cycles), c.flops,
+            rd, wr, run, redundant, file,
         )
     )
 

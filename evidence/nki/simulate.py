@@ -21,7 +21,7 @@ from evidence.nki.ops import OPS
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
 from evidence.nki.tensor import Alloc, Tensor
-from evidence.nki.trace import TraceEvent
+from evidence.nki.trace import Recorder, TraceEvent
 
 
 @dataclass
@@ -34,6 +34,8 @@ class Simulation:
     # per output: bool array, True where the kernel wrote a kernel-created HBM output; None when every
     # element counts as written (output arguments keep their caller's values) or in trace-only mode
     written: tuple = ()
+    # the trace's side tables (forwards, allocation sizes and releases, loop marks), when the trace is kept
+    recorder: Recorder | None = field(default=None, repr=False)
 
 
 def _wrap(st: _state.State, a, index: int, mutable: bool):
@@ -148,7 +150,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
             "benchmark_no_timing", f"kernel is decorated with nki.{timing}: simulation has no timing model, "
             "so no latency was measured", files.get(fname), func.__code__.co_firstlineno, "info")
     outputs, returned, shapes, written = _outputs(st, ret, wrapped + list(wkw.values()))
-    return Simulation(outputs, build_report(st), returned, shapes, st.recorder.events, written)
+    return Simulation(outputs, build_report(st), returned, shapes, st.recorder.events, written, st.recorder)
 
 
 def _post_checks(st, ret, wrapped, wkw) -> None:

@@ -52,6 +52,7 @@ class State:
         self.findings: dict[tuple, Finding] = {}
         self.loops: list[LoopFrame] = []
         self._tokens = 0
+        self._alloc_ids = 0
         self.paths: list[tuple] = []
         self._path_key: tuple | None = None
         self.program_id: tuple[int, ...] = ()
@@ -104,6 +105,10 @@ class State:
             self.findings[key] = Finding(code, message, file, line, severity)
 
     # --- loops and write provenance ------------------------------------------------------
+    def new_alloc_id(self) -> int:
+        self._alloc_ids += 1
+        return self._alloc_ids
+
     def new_loop(self, kind: str) -> LoopFrame:
         self._tokens += 1
         return LoopFrame(kind, self._tokens)

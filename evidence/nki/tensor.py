@@ -33,7 +33,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
-                 "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "__weakref__")
+                 "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -50,6 +50,7 @@ class Alloc:
         self.dep_reported = False  # output dependency already reported
         self.site = (None, 0)  # kernel file:line that created it (HBM tensors)
         self.state = st
+        self.uid = st.new_alloc_id()  # stable id of this allocation in the trace (dependencies, liveness)
         if data is None:
             data = _dummy(shape, dt) if st.trace_only else dtypes.fill_uninitialised(shape, dt)
         self.data = data
@@ -61,17 +62,23 @@ class Alloc:
                 if i != pdim:
                     per_part *= n
             self.held = st.alloc_onchip(buffer, per_part)
+            rec = st.recorder
+            if rec.keep:
+                rec.allocs[self.uid] = (buffer, self.held)
 
     def __del__(self) -> None:
         if self.held:
             self.state.free_onchip(self.buffer, self.held)
+            rec = self.state.recorder
+            if rec.keep:
+                rec.frees.append((len(rec.events), self.uid))
 
 
 class Tensor:
     """A view of an allocation. Arithmetic operators dispatch to the element-wise ops."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op")
+                 "reduce_op", "block")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -88,6 +95,9 @@ class Tensor:
         self.valid = None  # bool mask of the elements a masked instruction produced
         self.fresh = False  # an instruction's result not yet bound to a destination
         self.reduce_op = None  # loop_reduce result: assigning it combines with the destination
+        # Integer indices on the block dimensions before the partition dimension (`buf[k]`): the part
+        # of the allocation this view covers, for dependencies in the trace; () is the whole allocation.
+        self.block = ()
 
     @classmethod
     def whole(cls, alloc: Alloc) -> Tensor:
@@ -348,6 +358,7 @@ def index(t: Tensor, key) -> Tensor:
         for k in key[1:]:
             m = m & k.a
         v = Tensor(t.alloc, t.data, t.shape, t.pdim, t.wmask, t.stamp, t.lmask, t.adv)
+        v.block = t.block
         v.valid = full_mask(m, t.shape)
         return v
     nd = len(t.shape)
@@ -418,7 +429,19 @@ def _advanced(t: Tensor, comps: list) -> Tensor:
         if not units:
             break
         del shape[units[-1]]
-    return Tensor(t.alloc, None, tuple(shape), 0, adv=(t, tuple(comps), grid))
+    v = Tensor(t.alloc, None, tuple(shape), 0, adv=(t, tuple(comps), grid))
+    v.block = t.block + _block_ints(comps, t.shape, t.pdim)
+    return v
+
+
+def _block_ints(key, shape, pdim: int) -> tuple:
+    """The leading integer indices on block dimensions (those before the partition dimension)."""
+    out = []
+    for k, n in zip(key[:pdim], shape):
+        if not isinstance(k, int):
+            break
+        out.append(k % n)
+    return tuple(out)
 
 
 def _partition_start_rule(t: Tensor, k: slice, n: int) -> None:
@@ -473,10 +496,12 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
     key = key + (Ellipsis,)  # all-integer keys still give (0-d) views, not scalars
     data = t.data[key]
     pd = max(t.pdim - dropped_before_p, 0)
-    return Tensor(
+    v = Tensor(
         t.alloc, data, data.shape, pd,
         None if t.wmask is None else t.wmask[key],
         None if t.stamp is None else t.stamp[key],
         None if t.lmask is None else t.lmask[key],
     )
+    v.block = t.block + _block_ints(key, shape, t.pdim) if t.pdim else t.block
+    return v
 

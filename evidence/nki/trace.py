@@ -2,6 +2,19 @@
 
 Events are frozen slotted dataclasses: cheap to build in the hot path and safe to share. The
 aggregate is updated as events arrive, so a report never re-walks the trace.
+
+What a scheduler (the cost model, evidence.perf) needs beyond the event itself is kept next to
+the events by the `Recorder` when it keeps them, positioned by event index:
+
+- region keys `(allocation id, block)` read and written by each event (`rd`, `wr`); `block` is the
+  tuple of integer indices on block dimensions (`buf[k]`), `()` the whole allocation; two keys
+  overlap when one block is a prefix of the other;
+- `forwards`: instructions that cost nothing but move data between regions (`buf[k] = nl.load(...)`
+  binds the load's result to `buf[k]`; `acc += matmul(...)` accumulates in PSUM): the destination
+  is ready when the sources are;
+- `allocs` (on-chip allocation id -> buffer, bytes per partition or PSUM banks) and `frees`
+  (when Python released an allocation), for capacity back-pressure;
+- `marks`: each loop iteration's start (loop token, iterator kind, iteration index).
 """
 
 from __future__ import annotations
@@ -25,6 +38,11 @@ class TraceEvent:
     writes: tuple[int, int, int]  # bytes written to (hbm, sbuf, psum)
     cycles: float  # engine cycles (DMA: nanoseconds), from the op's cost rule
     flops: int = 0
+    rd: tuple = ()  # region keys (allocation id, block) read
+    wr: tuple | None = None  # region key written
+    run: int = 0  # DMA: contiguous bytes per DMA buffer (descriptor), 0 when not a DMA
+    redundant: int = 0  # DMA loads: bytes of HBM this transfer had already loaded before
+    file: str | None = None  # kernel file of `line`
 
 
 @dataclass(slots=True)
@@ -71,14 +89,18 @@ class Aggregate:
 
 
 class Recorder:
-    """Collects events (unless told not to keep them) and the aggregate."""
+    """Collects events (unless told not to keep them), the side tables a scheduler needs, and the aggregate."""
 
-    __slots__ = ("events", "agg", "keep")
+    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks")
 
     def __init__(self, keep: bool = True) -> None:
         self.events: list[TraceEvent] = []
         self.agg = Aggregate()
         self.keep = keep
+        self.forwards: list[tuple[int, tuple, tuple]] = []  # (position, destination key, source keys)
+        self.allocs: dict[int, tuple[str, int]] = {}  # on-chip allocation id -> (buffer, bytes/partition or banks)
+        self.frees: list[tuple[int, int]] = []  # (position, allocation id) when an on-chip allocation was released
+        self.marks: list[tuple[int, int, str, int]] = []  # (position, loop token, kind, iteration) per iteration start
 
     def add(self, ev: TraceEvent) -> None:
         if self.keep:

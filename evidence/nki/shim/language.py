@@ -104,9 +104,12 @@ class _Range:
             return
         frame = st.new_loop(self.kind)
         st.loops.append(frame)
+        rec = st.recorder
         try:
             for i in self.r:
                 frame.it = i
+                if rec.keep:
+                    rec.marks.append((len(rec.events), frame.token, self.kind, i))
                 yield i
         finally:
             if frame in st.loops:
