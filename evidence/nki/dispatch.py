@@ -56,6 +56,8 @@ def call(name: str, args: tuple, kwargs: dict):
         )
     redundant_before = st.redundant_bytes
     c = op.check(st, *args, **kwargs)
+    if c.out is not None and c.out.alloc.param >= 0:
+        st.params_written.add(c.out.alloc.param)  # an instruction writes an argument (host_access)
     if c.engine is not None:
         _record(st, op, c, st.redundant_bytes - redundant_before)
     elif st.recorder.keep and c.out is not None:

@@ -16,6 +16,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
+from evidence.nki.host_access import InputDigests, check_outputs
 from evidence.nki.loader import LOADED_FILES, shim_imports
 from evidence.nki.ops import OPS
 from evidence.nki.report import Report, build_report
@@ -56,6 +57,10 @@ def _wrap(st: _state.State, a, index: int, mutable: bool):
     alloc.name = f"argument {index}"
     alloc.lmask = np.zeros(alloc.shape, dtype=bool)
     return Tensor.whole(alloc)
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
 
 
 def _mutable_params(func) -> set[str]:
@@ -123,6 +128,9 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     names = list(inspect.signature(func).parameters)
     wrapped = [_wrap(st, a, i, i < len(names) and names[i] in mutable) for i, a in enumerate(args)]
     wkw = {n: _wrap(st, a, len(args) + j, n in mutable) for j, (n, a) in enumerate(kwargs.items())}
+    params = wrapped + list(wkw.values())
+    digests = InputDigests(params, _is_tensor)
+    site = (files[fname], func.__code__.co_firstlineno)
     prev = _state.set_current(st)
     ret = None
     try:
@@ -132,6 +140,9 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                 st.reset_path()
                 ret = func(*wrapped, **wkw)
                 st.sample_peaks()
+        returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
+        check_outputs(st, returned, params, _is_tensor, site)
+        digests.check(st, params, st.params_written, site)
         _post_checks(st, ret, wrapped, wkw)
     except EvidenceError as exc:
         exc.report = build_report(st)

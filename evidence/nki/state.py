@@ -65,6 +65,7 @@ class State:
         self.psum_peak = 0
         self.redundant_bytes = 0
         self.param_writes: dict[int, tuple[str | None, int]] = {}
+        self.params_written: set[int] = set()  # arguments some instruction wrote (any op, any path)
         self.rng = np.random.default_rng(0)
         # Undefined-data provenance of the instruction being executed (reset by dispatch.call):
         # the kernel file:line of the first read of undefined elements its values depend on, and

@@ -20,6 +20,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki import dispatch, undefined
+from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
 ONCHIP = ("sbuf", "psum")
@@ -74,8 +75,9 @@ class Alloc:
                 rec.frees.append((len(rec.events), self.uid))
 
 
-class Tensor:
-    """A view of an allocation. Arithmetic operators dispatch to the element-wise ops."""
+class Tensor(HostAccessGuard):
+    """A view of an allocation. Arithmetic operators dispatch to the element-wise ops; host reads of
+    its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
                  "reduce_op", "block")

@@ -9,6 +9,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
+from evidence.nki.host_access import note_host_operand
 from evidence.nki.indexing import fit_mask, full_mask, mask_array
 from evidence.nki.ops.functions import op_name
 from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
@@ -176,6 +177,12 @@ def set_result(t: Tensor, arr: np.ndarray, mask: np.ndarray | None = None) -> No
     alloc.origin = alloc.state.read_origin
 
 
+def unshared(v: np.ndarray, src: Tensor) -> np.ndarray:
+    """`v` (read from `src`), copied when it is `src`'s whole storage: a result tile must never alias
+    another allocation, or writing the tile in place would change the source (e.g. a kernel input)."""
+    return v.copy() if v is src.alloc.data else v
+
+
 def reduced_mask(mask: np.ndarray | None, shape, axes: tuple[int, ...], keepdims: bool) -> np.ndarray | None:
     """The elements of a reduction's result that a masked instruction produces: those whose
     reduced lane holds at least one masked-in element (a mask on the reduced axes only thins them)."""
@@ -189,6 +196,7 @@ def value(x, mask=None) -> np.ndarray:
     """Operand values: a tile's array (uninitialised reads reported) or a scalar as an array."""
     if isinstance(x, Tensor):
         return x.read(mask)
+    note_host_operand(x)
     return np.asarray(x)
 
 

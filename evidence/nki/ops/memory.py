@@ -8,7 +8,7 @@ from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype,
-    set_result, table, tile, value,
+    set_result, table, tile, unshared, value,
 )
 from evidence.nki.indexing import full_mask
 from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, index
@@ -86,7 +86,7 @@ def check_load(st, src, *, mask=None, dtype=None, **_):
 
 
 def exec_load(st, c: Call) -> None:
-    v = c.ins[0].read(c.mask)
+    v = unshared(c.ins[0].read(c.mask), c.ins[0])
     set_result(c.out, v.reshape(c.out.shape) if v.shape != c.out.shape else v, c.mask)
 
 
@@ -158,7 +158,7 @@ def check_copy(st, src=None, *, mask=None, dtype=None, engine=None, x=None, **_)
 
 def exec_copy(st, c: Call) -> None:
     src = c.ins[0]
-    v = src.read(c.mask)
+    v = unshared(src.read(c.mask), src)
     set_result(c.out, v if dtypes.is_int(c.out.dtype) and dtypes.is_int(src.dtype) else dtypes.to_f32(v), c.mask)
 
 
@@ -184,7 +184,7 @@ def check_broadcast_to(st, src, *, shape=None, **kw):
 
 def exec_broadcast_to(st, c: Call) -> None:
     src = c.ins[0]
-    set_result(c.out, fit(st, src.read(), src.shape, c.out.shape, "broadcast_to"))
+    set_result(c.out, fit(st, unshared(src.read(), src), src.shape, c.out.shape, "broadcast_to"))
 
 
 # --- assignment: t[key] = value --------------------------------------------------------------
