@@ -153,6 +153,11 @@ def schema(names: list[str] = typer.Argument(None, help="model names (default: a
     _emit(json.dumps(schemas, indent=2, sort_keys=True), None)
 
 
+from grader.cli_calibration import calibrate  # noqa: E402 - after the app exists
+
+app.command()(calibrate)
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="bind address"),

@@ -70,6 +70,20 @@ class EvidenceRule(BaseModel):
         return self
 
 
+class Gates(BaseModel):
+    """Release gates of a calibration run (judging practice §6); a criterion may override any of them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    qwk_min: float = 0.70
+    smd_max: float = 0.15  # absolute standardised mean difference
+    exact_min: float = 0.50
+    adjacent_min: float = 0.95
+    unscored_max: float = 0.10
+    min_items: int = Field(default=5, ge=1)  # fewer scored gold items cannot calibrate a criterion
+    degradation_min: float = -0.10  # model-gold minus human-gold QWK, when reviewers are measured
+
+
 class Level(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -92,6 +106,15 @@ class Criterion(BaseModel):
     penalty_floor: int = 2
     levels: tuple[Level, ...]
     rules: tuple[EvidenceRule, ...] = ()
+    gates: dict[str, float] = Field(default_factory=dict)  # overrides of the rubric's gates
+
+    @field_validator("gates")
+    @classmethod
+    def _known_gates(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(Gates.model_fields))
+        if unknown:
+            raise ValueError(f"unknown gates {unknown}; known: {sorted(Gates.model_fields)}")
+        return value
 
     @field_validator("levels", mode="before")
     @classmethod
@@ -121,7 +144,12 @@ class Rubric(BaseModel):
     scale_min: int = 1
     scale_max: int = 5
     criteria: tuple[Criterion, ...]
+    gates: Gates = Gates()
     content_hash: str = ""
+
+    def gates_for(self, criterion_id: str, overrides: dict[str, float] | None = None) -> Gates:
+        """The rubric's gates, then the criterion's overrides, then the caller's (e.g. `--gate`)."""
+        return Gates.model_validate({**self.gates.model_dump(), **self.criterion(criterion_id).gates, **(overrides or {})})
 
     def criterion(self, criterion_id: str) -> Criterion:
         for c in self.criteria:

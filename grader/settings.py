@@ -52,6 +52,9 @@ class Settings(BaseSettings):
         return {"nki-simulator": {"timeout_s": self.sim_timeout_s, "memory_limit_bytes": self.sim_memory_mb * 2**20}}
 
     rubric: str = "nki-kernel-review"
+    # Calibration runs and audits (JSON files until the service's database store replaces them);
+    # default: the user's data directory (platformdirs).
+    data_dir: Path | None = None
 
     def resolved_drafter(self) -> str:
         if self.drafter != "auto":
