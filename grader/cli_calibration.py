@@ -88,7 +88,9 @@ def calibrate(
             from grader.rubric import load_rubric
 
             rub = load_rubric(rubric)
-            gold = load_gold_set(set_path, rub)
+            from grader.submission import Limits
+
+            gold = load_gold_set(set_path, rub, limits=Limits.from_settings(settings))
             bar.update(task, total=len(gold.items))
             report = run_calibration(gold, rubric=rub, settings=settings, executor=ex, reviews=reviewers,
                                      gate_overrides=parse_gates(gate), resamples=resamples, progress=on_done, store=store)

@@ -16,9 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from grader.consistency.compare import UNSCORED, CriterionAgreement, Outcome, compare
 from grader.consistency.executor import Executor, LocalExecutor
-from grader.consistency.goldset import GoldSet, load_gold_set
+from grader.consistency.goldset import CalibrationError, GoldSet, load_gold_set
 from grader.consistency.grading import GradeResult, GradeTask, grade
 from grader.consistency.profile import profile
 from grader.consistency.report import CalibrationReport, ItemOutcome, ItemRecord, SetRef
@@ -31,6 +33,18 @@ from grader.settings import Settings
 from grader.submission import Limits
 
 Progress = Callable[[str, GradeResult], None]
+
+
+def check_gates(rubric: Rubric, overrides: dict[str, float] | None) -> None:
+    """Unknown or invalid gate overrides are bad input, reported before anything is graded."""
+    unknown = sorted(set(overrides or {}) - set(Gates.model_fields))
+    if unknown:
+        raise CalibrationError(f"unknown gate(s) {unknown}; known: {', '.join(Gates.model_fields)}", where="--gate")
+    try:
+        Gates.model_validate({**rubric.gates.model_dump(), **(overrides or {})})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise CalibrationError(f"{err['loc'][0]}: {err['msg']}", where="--gate") from exc
 
 
 def drafter_info(settings: Settings) -> DrafterInfo:
@@ -124,8 +138,7 @@ def run_calibration(
     """Grade the set, compare with gold (and reviewers), judge the gates; save to `store` when given."""
     settings = settings or Settings()
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
-    if gate_overrides:
-        Gates.model_validate({**rub.gates.model_dump(), **gate_overrides})  # unknown or bad gate: fail now
+    check_gates(rub, gate_overrides)
     gold = set_path if isinstance(set_path, GoldSet) else load_gold_set(set_path, rub, limits=Limits.from_settings(settings))
     review_scores = reviews if isinstance(reviews, list) or reviews is None else load_reviews(reviews, gold, rub)
     executor = executor or LocalExecutor(1)
