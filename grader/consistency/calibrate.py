@@ -161,6 +161,7 @@ def run_calibration(
         executor=getattr(executor, "name", "custom"), workers=getattr(executor, "workers", 1),
         duration_s=round(time.perf_counter() - start, 2), resamples=resamples,
         gates=Gates.model_validate({**rub.gates.model_dump(), **(gate_overrides or {})}),
+        gate_overrides=dict(gate_overrides or {}),
         criteria=tuple(per), overall=overall, outcomes=tuple(outcomes),
         items=tuple(_record(i.id, r) for i, r in zip(gold.items, results)), reviewers=reviewer_part,
     )

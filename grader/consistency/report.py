@@ -136,6 +136,7 @@ class CalibrationReport(BaseModel):
     duration_s: float = 0.0
     resamples: int
     gates: Gates  # the rubric's gates after command-line overrides
+    gate_overrides: dict[str, float] = Field(default_factory=dict)
     criteria: tuple[CriterionAgreement, ...]
     overall: CriterionAgreement
     outcomes: tuple[ItemOutcome, ...]
