@@ -14,7 +14,7 @@ from grader.consistency.store import JsonFileStore
 from grader.evaluate import evaluate
 from grader.rubric import load_rubric
 from grader.settings import Settings
-from tests.grader.consistency.conftest import MINI_SET
+from tests.grader.consistency.conftest import mini_set
 
 RUBRIC = load_rubric("nki-kernel-review")
 
@@ -22,7 +22,7 @@ RUBRIC = load_rubric("nki-kernel-review")
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     store = JsonFileStore(tmp_path_factory.mktemp("store"))
-    report = run_calibration(MINI_SET, settings=Settings(drafter="rules"), resamples=100, store=store)
+    report = run_calibration(mini_set(), settings=Settings(drafter="rules"), resamples=100, store=store)
     return report, store
 
 
@@ -30,7 +30,7 @@ def test_outcomes_are_what_evaluate_drafts(run):
     report, _ = run
     assert [i.item for i in report.items] == ["matmul-hoisted", "matmul-reload", "rmsnorm-port", "softmax-masked", "softmax-ragged"]
     assert not any(i.error for i in report.items)
-    draft = evaluate(MINI_SET / "softmax-ragged", settings=Settings(drafter="rules"))
+    draft = evaluate(mini_set() / "softmax-ragged", settings=Settings(drafter="rules"))
     for c in draft.criteria:
         o = next(o for o in report.outcomes if o.item == "softmax-ragged" and o.criterion_id == c.criterion_id)
         assert (o.status, o.score, o.rationale) == (c.status, c.score, c.rationale)
@@ -83,7 +83,7 @@ def test_disagreements_sorted_by_distance(run):
 @pytest.mark.slow
 def test_cli_writes_json_and_exits_1_when_a_gate_fails(tmp_path):
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(app, ["calibrate", str(MINI_SET), "--resamples", "50", "--workers", "2",
+    result = CliRunner().invoke(app, ["calibrate", str(mini_set()), "--resamples", "50", "--workers", "2",
                                       "-o", str(out), "--no-store"])
     assert result.exit_code == 1, result.output
     assert "benchmarking: failed gate: n 1 < 5 scored gold items" in result.stdout
@@ -105,13 +105,13 @@ def test_cli_bad_input_is_one_line_and_exit_2(mini_copy, tmp_path):
 
     reviews = tmp_path / "reviews.csv"
     reviews.write_text("reviewer,item,criterion,score\nann,matmul-reload,tiling,4\nann,matmul-reload,tiling\n")
-    code, lines = _invoke(MINI_SET, "--reviewers", reviews)
+    code, lines = _invoke(mini_set(), "--reviewers", reviews)
     assert code == 2 and lines == ["error: reviews.csv:3: expected 4 columns (reviewer,item,criterion,score), got 3"]
     reviews.write_text("reviewer,item,criterion,score\nann,ghost,tiling,4\n")
-    code, lines = _invoke(MINI_SET, "--reviewers", reviews)
+    code, lines = _invoke(mini_set(), "--reviewers", reviews)
     assert code == 2 and lines == ["error: reviews.csv:2: unknown item 'ghost' (not in set mini-set)"]
 
-    code, lines = _invoke(MINI_SET, "--gate", "qwk=0.5")
+    code, lines = _invoke(mini_set(), "--gate", "qwk=0.5")
     assert code == 2 and len(lines) == 1 and "qwk" in lines[0]
 
     gold = mini_copy / "softmax-ragged" / "gold.toml"

@@ -7,18 +7,18 @@ import pytest
 from grader.consistency.goldset import CalibrationError, load_gold_set, parse_gold
 from grader.consistency.reviews import UNSCORED, parse_reviews
 from grader.rubric import load_rubric
-from tests.grader.consistency.conftest import MINI_SET
+from tests.grader.consistency.conftest import mini_set
 
 RUBRIC = load_rubric("nki-kernel-review")
 
 
 def test_fixture_set_loads_with_every_label():
-    gold = load_gold_set(MINI_SET, RUBRIC)
+    gold = load_gold_set(mini_set(), RUBRIC)
     assert [i.id for i in gold.items] == ["matmul-hoisted", "matmul-reload", "rmsnorm-port", "softmax-masked", "softmax-ragged"]
     item = gold.item("rmsnorm-port")
     assert item.labels["benchmarking"].score == 2 and item.labels["migration_fidelity"].score == 4
     assert gold.item("softmax-ragged").labels["benchmarking"].score == "not_applicable"
-    assert gold.hash == load_gold_set(MINI_SET, RUBRIC).hash
+    assert gold.hash == load_gold_set(mini_set(), RUBRIC).hash
 
 
 def test_set_hash_changes_with_gold(mini_copy):
@@ -83,7 +83,7 @@ def test_broken_submission_in_set_is_named_by_item(mini_copy):
     assert _one_line(exc).startswith("matmul-reload: kernel.py:1: Python syntax error")
 
 
-GOLD = load_gold_set(MINI_SET, RUBRIC)
+GOLD = load_gold_set(mini_set(), RUBRIC)
 HEADER = "reviewer,item,criterion,score\n"
 
 

@@ -10,10 +10,10 @@ from grader.consistency.reviewers import calibrate_reviewers
 from grader.consistency.reviews import parse_reviews
 from grader.consistency.stats import qwk
 from grader.rubric import load_rubric
-from tests.grader.consistency.conftest import MINI_SET
+from tests.grader.consistency.conftest import mini_set
 
 RUBRIC = load_rubric("nki-kernel-review")
-GOLD = load_gold_set(MINI_SET, RUBRIC)
+GOLD = load_gold_set(mini_set(), RUBRIC)
 
 
 def _csv() -> str:
