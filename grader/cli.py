@@ -66,8 +66,10 @@ def evaluate(
     try:
         settings = _settings(drafter=drafter, model=model, api_base=api_base, samples=samples,
                              use_cache=False if no_cache else None)
+        from grader.consistency.store import JsonFileStore
+
         rub = load_rubric(rubric)
-        draft = run(submission, rubric=rub, settings=settings)
+        draft = run(submission, rubric=rub, settings=settings, store=JsonFileStore(settings.data_dir))
     except GraderError as exc:
         _fail(exc.one_line())
         return

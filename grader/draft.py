@@ -35,6 +35,39 @@ class Flag(BaseModel):
     evidence_id: str | None = None
 
 
+class GoldNeighbour(BaseModel):
+    """A calibration item whose evidence profile resembles the draft's, with its gold for the criterion."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item: str  # item id in the calibration set
+    similarity: float = Field(ge=0, le=1)  # Jaccard similarity of evidence profiles
+    gold: int
+
+
+class ConsistencyCheck(BaseModel):
+    """The consistency checker's verdict on one criterion of a draft (grader.consistency.check).
+
+    `calibration` is the gate verdict of the newest calibration run of the draft's grader epoch for
+    this criterion: "calibrated", "failed gate: ..." or "no calibration for this epoch".
+    `far_from_gold` is set when the drafted score is two or more levels from the (median) gold score
+    of its nearest calibration items by evidence profile, which are cited in `neighbours`.
+    `needs_full_review` is set when the criterion is not calibrated, far from gold, contradicts the
+    evidence or is unscored; `reasons` says which.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    calibration: str
+    calibrated: bool
+    run_id: str | None = None  # the calibration run the verdict comes from
+    epoch: str  # the draft's grader epoch (hash)
+    neighbours: tuple[GoldNeighbour, ...] = ()
+    far_from_gold: bool = False
+    needs_full_review: bool
+    reasons: tuple[str, ...] = ()
+
+
 class CriterionDraft(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -48,6 +81,7 @@ class CriterionDraft(BaseModel):
     reason: str | None = None  # why not_applicable / unscored
     samples: tuple[int | None, ...] = ()  # per-sample scores when k > 1 (None = that sample unscored)
     dispersion: float | None = None
+    consistency: ConsistencyCheck | None = None  # set by the consistency check (None: not checked)
 
     @model_validator(mode="after")
     def _status_matches_score(self) -> CriterionDraft:

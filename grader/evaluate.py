@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evidence.gather import gather
 from evidence.model import EvidenceBundle
@@ -12,6 +13,9 @@ from grader.drafting import Drafter, make_drafter
 from grader.rubric import Rubric, load_rubric
 from grader.settings import Settings
 from grader.submission import Limits, load_submission
+
+if TYPE_CHECKING:
+    from grader.consistency.store import RunStore
 
 
 def as_submission(submission: Submission | str | Path, settings: Settings | None = None) -> Submission:
@@ -28,10 +32,21 @@ def evaluate(
     drafter: Drafter | None = None,
     settings: Settings | None = None,
     bundle: EvidenceBundle | None = None,
+    store: RunStore | None = None,
 ) -> Draft:
-    """Draft an evaluation. With no drafter and no model configured, the rules drafter is used."""
+    """Draft an evaluation. With no drafter and no model configured, the rules drafter is used.
+
+    With a calibration `store`, every criterion carries the consistency check against the newest
+    calibration run of the draft's grader epoch (grader.consistency.check)."""
     settings = settings or Settings()
     sub = as_submission(submission, settings)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
     bundle = bundle or gather(sub, options=settings.collector_options())
-    return (drafter or make_drafter(settings)).draft(sub, bundle, rub)
+    draft = (drafter or make_drafter(settings)).draft(sub, bundle, rub)
+    if store is None:
+        return draft
+    from grader.consistency.check import check_draft
+    from grader.consistency.epochs import calibration_epoch
+
+    epoch = calibration_epoch(rub, settings).hash
+    return check_draft(draft, epoch, store.latest_run(epoch, rub.id))

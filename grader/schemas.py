@@ -8,13 +8,14 @@ from pydantic import BaseModel
 
 from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, Location
 from evidence.submission import Manifest
-from grader.draft import Citation, CriterionDraft, Draft
+from grader.draft import Citation, ConsistencyCheck, CriterionDraft, Draft
 from grader.rubric import Criterion, Level, Rubric
 
 MODELS: dict[str, type[BaseModel]] = {
     "Location": Location, "EvidenceItem": EvidenceItem, "AnalyzerFailure": AnalyzerFailure,
     "EvidenceBundle": EvidenceBundle, "Manifest": Manifest, "Rubric": Rubric, "Criterion": Criterion,
     "Level": Level, "Draft": Draft, "CriterionDraft": CriterionDraft, "Citation": Citation,
+    "ConsistencyCheck": ConsistencyCheck,
 }
 
 

@@ -12,6 +12,14 @@ EXAMPLES = ROOT / "examples"
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "submission.toml").is_file())
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_dir(tmp_path_factory):
+    """Calibration runs and audits go to a throw-away data directory, never the user's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADER_DATA_DIR", str(tmp_path_factory.mktemp("grader-data")))
+        yield
+
+
 @pytest.fixture
 def example_copy(tmp_path: Path):
     """Copy an example into tmp_path so a test can break it without touching the repo."""

@@ -58,7 +58,9 @@ async def create_evaluation(body: EvaluationRequest, request: Request) -> Draft:
 
     def work() -> Draft:
         submission = submission_from_upload(body.manifest, body.files, Limits.from_settings(settings))
-        return evaluate(submission, rubric=load_rubric(rubric_id), settings=settings)
+        from grader.consistency.store import JsonFileStore
+
+        return evaluate(submission, rubric=load_rubric(rubric_id), settings=settings, store=JsonFileStore(settings.data_dir))
 
     try:
         return await run_in_threadpool(work)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from grader.consistency.epochs import calibration_epoch, drafter_info
 from grader.consistency.compare import UNSCORED, CriterionAgreement, Outcome, compare
 from grader.consistency.executor import Executor, LocalExecutor
 from grader.consistency.goldset import CalibrationError, GoldSet, load_gold_set
@@ -26,11 +27,10 @@ from grader.consistency.profile import profile
 from grader.consistency.report import CalibrationReport, ItemOutcome, ItemRecord, SetRef
 from grader.consistency.reviews import ReviewerScore, load_reviews
 from grader.consistency.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
-from grader.draft import CriterionDraft, Draft, DrafterInfo, RubricRef
-from grader.epoch import GraderEpoch, grader_epoch
+from grader.draft import CriterionDraft, Draft, RubricRef
 from grader.rubric import Gates, Rubric, load_rubric
 from grader.settings import Settings
-from grader.submission import Limits
+from grader.submission import Limits, load_submission
 
 Progress = Callable[[str, GradeResult], None]
 
@@ -45,28 +45,6 @@ def check_gates(rubric: Rubric, overrides: dict[str, float] | None) -> None:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise CalibrationError(f"{err['loc'][0]}: {err['msg']}", where="--gate") from exc
-
-
-def drafter_info(settings: Settings) -> DrafterInfo:
-    """What identifies the drafter a run uses, before any draft exists (for the epoch)."""
-    if settings.resolved_drafter() == "llm":
-        from grader.drafting.llm import LLM_DRAFTER_VERSION
-
-        return DrafterInfo(name="llm", version=LLM_DRAFTER_VERSION, model=settings.model, params={
-            "samples": settings.samples, "temperature": settings.temperature, "seed": settings.seed,
-            "mode": settings.llm_mode, "max_reasks": settings.max_reasks, "max_prompt_tokens": settings.max_prompt_tokens,
-            "api_base": settings.api_base,
-        })
-    from grader.drafting.rules import RULES_DRAFTER_VERSION
-
-    return DrafterInfo(name="rules", version=RULES_DRAFTER_VERSION)
-
-
-def calibration_epoch(rubric: Rubric, settings: Settings) -> GraderEpoch:
-    """The grader epoch extended with the drafter, model and parameters: scores compare only within it."""
-    info = drafter_info(settings)
-    params = ",".join(f"{k}={info.params[k]}" for k in sorted(info.params))
-    return grader_epoch(rubric).extend(drafter=f"{info.name}@{info.version}", model=info.model or "-", params=params or "-")
 
 
 def outcome_of(c: CriterionDraft) -> Outcome:
@@ -118,7 +96,9 @@ def _record(item_id: str, res: GradeResult) -> ItemRecord:
 
 def grade_set(gold: GoldSet, rubric: Rubric, settings: Settings, executor: Executor,
               progress: Progress | None = None) -> list[GradeResult]:
-    tasks = [GradeTask(item=i.id, path=i.path, rubric=rubric, settings=settings.model_dump()) for i in gold.items]
+    limits = Limits.from_settings(settings)
+    tasks = [GradeTask(item=i.id, submission=load_submission(i.path, limits), rubric=rubric, settings=settings.model_dump())
+             for i in gold.items]
     return executor.map(grade, tasks, on_done=(lambda i, r: progress(tasks[i].item, r)) if progress else None)
 
 

@@ -15,11 +15,11 @@ import math
 import warnings
 from collections.abc import Sequence
 
-import krippendorff
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+# scikit-learn, scipy and krippendorff are imported where used: the report models (and with them
+# every `grader evaluate` that checks a draft against a stored run) must not pay for them.
 
 SCALE = (1, 2, 3, 4, 5)
 DEFAULT_RESAMPLES = 1000
@@ -52,20 +52,28 @@ def adjacent(gold: np.ndarray, other: np.ndarray) -> float:
 
 
 def qwk(gold: np.ndarray, other: np.ndarray, labels: Sequence[int] = SCALE) -> float:
+    from sklearn.metrics import cohen_kappa_score
+
     return _quiet(cohen_kappa_score, gold, other, labels=list(labels), weights="quadratic")
 
 
 def kappa(gold: np.ndarray, other: np.ndarray, labels: Sequence[int] = SCALE) -> float:
+    from sklearn.metrics import cohen_kappa_score
+
     return _quiet(cohen_kappa_score, gold, other, labels=list(labels))
 
 
 def pearson(gold: np.ndarray, other: np.ndarray) -> float:
+    from scipy import stats
+
     if len(gold) < 2:
         return math.nan
     return _quiet(lambda: stats.pearsonr(gold, other).statistic)
 
 
 def spearman(gold: np.ndarray, other: np.ndarray) -> float:
+    from scipy import stats
+
     if len(gold) < 2:
         return math.nan
     return _quiet(lambda: stats.spearmanr(gold, other).statistic)
@@ -90,6 +98,8 @@ def figures(gold: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 def confusion(gold: Sequence[int], other: Sequence[int], labels: Sequence[int] = SCALE) -> list[list[int]]:
     """Rows are gold levels, columns the other rater's levels, both in `labels` order."""
+    from sklearn.metrics import confusion_matrix
+
     if not len(gold):
         return [[0] * len(labels) for _ in labels]
     return confusion_matrix(list(gold), list(other), labels=list(labels)).tolist()
@@ -97,6 +107,8 @@ def confusion(gold: Sequence[int], other: Sequence[int], labels: Sequence[int] =
 
 def alpha(ratings: Sequence[Sequence[float | None]], labels: Sequence[int] = SCALE) -> float | None:
     """Krippendorff's ordinal alpha; `ratings` is raters x items, None where a rater gave no score."""
+    import krippendorff
+
     data = np.array([[math.nan if v is None else float(v) for v in row] for row in ratings], dtype=float)
     pairable = np.sum(np.sum(~np.isnan(data), axis=0) >= 2)
     if data.shape[0] < 2 or pairable < 2:
@@ -163,6 +175,8 @@ def agreement(gold: Sequence[int], other: Sequence[int], *, labels: Sequence[int
 
 def _bootstrap(g: np.ndarray, o: np.ndarray, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Percentile intervals over item resamples; resamples where a figure is undefined are left out."""
+    from scipy import stats
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = stats.bootstrap((g, o), figures, paired=True, vectorized=False, n_resamples=resamples,

@@ -17,6 +17,14 @@ def _score_text(c: CriterionDraft, scale_max: int) -> str:
     return c.status.replace("_", " ")
 
 
+def _calibration_text(c: CriterionDraft) -> str:
+    check = c.consistency
+    if check is None:
+        return "not checked"
+    text = "calibrated" if check.calibrated else check.calibration
+    return text + (", full review" if check.needs_full_review else "")
+
+
 def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
     titles = {c.id: c.title for c in rubric.criteria} if rubric else {}
     scale_max = rubric.scale_max if rubric else 5
@@ -29,13 +37,13 @@ def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
         f"- submission: {draft.submission_hash[:19]}; evidence bundle {ev.bundle_hash[:19]} ({len(ev.items)} items, {len(ev.failures)} analyzer failures)",
         "- status: DRAFT — not final until a reviewer signs off",
         "",
-        "| criterion | score | confidence | flags |",
-        "|---|---|---|---|",
+        "| criterion | score | confidence | flags | calibration |",
+        "|---|---|---|---|---|",
     ]
     for c in draft.criteria:
         conf = f"{c.confidence:.2f}" if c.confidence is not None else "-"
         flags = ", ".join(sorted({f.code for f in c.flags})) or "-"
-        lines.append(f"| {c.criterion_id} | {_score_text(c, scale_max)} | {conf} | {flags} |")
+        lines.append(f"| {c.criterion_id} | {_score_text(c, scale_max)} | {conf} | {flags} | {_calibration_text(c)} |")
     for c in draft.criteria:
         lines += ["", f"## {titles.get(c.criterion_id, c.criterion_id)} — {_score_text(c, scale_max)}", ""]
         if c.reason and c.status != "scored":
@@ -47,6 +55,8 @@ def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
             lines.append(f"\nSamples: {list(c.samples)} (dispersion {c.dispersion})")
         for flag in c.flags:
             lines.append(f"\n> **{flag.code}**: {flag.message}" + (f" [{flag.evidence_id}]" if flag.evidence_id else ""))
+        if c.consistency and c.consistency.needs_full_review:
+            lines.append("\n> **needs full human review**: " + "; ".join(c.consistency.reasons))
         if c.citations:
             lines.append("\nCited evidence:")
             for cit in c.citations:
