@@ -32,7 +32,8 @@ class IndexExpr:
         return IndexExpr(self.a[key], True)
 
     def _bin(self, other: object, fn, reverse: bool = False) -> IndexExpr:
-        o = other.a if isinstance(other, IndexExpr) else other
+        # a tile holding a runtime offset (`i_f + idx[0, j]`) contributes its values
+        o = other.a if isinstance(other, IndexExpr) else other.as_index() if hasattr(other, "as_index") else other
         r = fn(o, self.a) if reverse else fn(self.a, o)
         return IndexExpr(np.asarray(r), self.lifted and getattr(other, "lifted", True))
 

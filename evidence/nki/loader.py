@@ -70,7 +70,8 @@ def shim_imports():
 _COMPUTE = {"activation", "tensor_tensor", "tensor_scalar", "tensor_copy", "memset", "iota", "nc_matmul",
             "nc_transpose", "tensor_reduce", "reciprocal", "exponential", "tensor_tensor_scan", "affine_select",
             "scalar_tensor_tensor", "bn_stats", "bn_aggr"}
-_BETA_DST_KW = {"dma_copy", "tensor_copy_dynamic_dst", "tensor_copy_predicated", "nc_stream_shuffle", "dma_compute"}
+_BETA_DST_KW = {"dma_copy", "tensor_copy_dynamic_dst", "tensor_copy_predicated", "nc_stream_shuffle", "dma_compute",
+                "select_reduce"}
 _NEW_ONLY = {"register_alloc", "register_load", "register_store", "register_move", "fori_loop", "while_loop",
              "dynamic_range", "dma_compute", "nonzero_with_count", "core_barrier", "sendrecv"}
 

@@ -67,6 +67,7 @@ class State:
         self.param_writes: dict[int, tuple[str | None, int]] = {}
         self.params_written: set[int] = set()  # arguments some instruction wrote (any op, any path)
         self.rng = np.random.default_rng(0)
+        self.acc_regs: dict[str, np.ndarray] = {}  # per-engine accumulator registers (ops.base.accumulate_registers)
         # Undefined-data provenance of the instruction being executed (reset by dispatch.call):
         # the kernel file:line of the first read of undefined elements its values depend on, and
         # whether this instruction itself read undefined elements (see tensor.Tensor.read).

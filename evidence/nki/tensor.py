@@ -253,12 +253,24 @@ class Tensor(HostAccessGuard):
         if self.stamp is not None:
             _stamp(st, self.alloc, self.stamp, ..., mask, accumulate)
 
+    def as_index(self) -> np.ndarray:
+        """The tile's values used as an index (a runtime offset such as `x[i_p, idx[0, j] + i_f]`)."""
+        if self.alloc.state.trace_only:
+            return np.zeros(self.shape, np.int64)  # data-dependent: trace-only mode takes 0
+        return undefined.index_values(self)
+
     # --- arithmetic operators (REFERENCE §3.6: overloads map to the element-wise ops) -------
-    def __add__(self, o): return dispatch.call("add", (self, o), {})
+    # With an index expression, a tile holding a runtime offset becomes part of the index.
+    def _binary(self, o, op: str, index_fn):
+        if isinstance(o, IndexExpr):
+            return IndexExpr(self.as_index())._bin(o, index_fn)
+        return dispatch.call(op, (self, o), {})
+
+    def __add__(self, o): return self._binary(o, "add", np.add)
     def __radd__(self, o): return dispatch.call("add", (o, self), {})
-    def __sub__(self, o): return dispatch.call("subtract", (self, o), {})
+    def __sub__(self, o): return self._binary(o, "subtract", np.subtract)
     def __rsub__(self, o): return dispatch.call("subtract", (o, self), {})
-    def __mul__(self, o): return dispatch.call("multiply", (self, o), {})
+    def __mul__(self, o): return self._binary(o, "multiply", np.multiply)
     def __rmul__(self, o): return dispatch.call("multiply", (o, self), {})
     def __truediv__(self, o): return dispatch.call("divide", (self, o), {})
     def __rtruediv__(self, o): return dispatch.call("divide", (o, self), {})

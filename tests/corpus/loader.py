@@ -64,6 +64,7 @@ _DTYPES: dict[str, Any] = {
     "float8_e5m2": ml_dtypes.float8_e5m2,
     "int8": np.int8,
     "uint8": np.uint8,
+    "uint16": np.uint16,
     "int16": np.int16,
     "int32": np.int32,
     "uint32": np.uint32,

@@ -74,6 +74,11 @@ def same_partitions(st, a: Tensor, b: Tensor, op: str) -> None:
         )
 
 
+def same_elements(a: Tensor, b: Tensor) -> bool:
+    """Shapes that differ but hold the same elements per partition: [P, a*b] and [P, a, b], [P] and [P, 1]."""
+    return a.partitions == b.partitions and a.size == b.size
+
+
 def resolve_dtype(st, dt, default):
     if dt is None:
         return default
@@ -211,6 +216,39 @@ def scalar_value(x, nd: int) -> np.ndarray:
 def f32(x, mask=None) -> np.ndarray:
     v = value(x, mask)
     return v if v.dtype == np.float32 else v.astype(np.float32)
+
+
+# nisa.reduce_cmd: idle, reset, reduce, reset_reduce, load_reduce (the integer values of the shim's enum)
+REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE, REDUCE_LOAD = 0, 1, 2, 3, 4
+
+
+def reduce_command(st, cmd, default: int) -> int:
+    if cmd is None:
+        return default
+    try:
+        value_ = int(cmd)
+    except (TypeError, ValueError):
+        value_ = -1
+    if value_ not in (REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE, REDUCE_LOAD):
+        raise st.error("err_invalid_reduce_cmd", f"reduce_cmd must be a nisa.reduce_cmd member, got {cmd!r}")
+    return value_
+
+
+def accumulate_registers(st, engine: str, cmd: int, rows: np.ndarray, fn, identity: float) -> np.ndarray:
+    """The per-partition accumulator registers an engine keeps across instructions (REFERENCE §3.7).
+
+    `rows` is this instruction's per-partition reduction ([P] fp32). Registers start undefined (NaN):
+    a `reduce` without an earlier reset accumulates onto garbage, as on hardware.
+    """
+    regs = st.acc_regs.get(engine)
+    if regs is None:
+        regs = st.acc_regs[engine] = np.full(PMAX, np.nan, dtype=np.float32)
+    n = rows.shape[0]
+    if cmd in (REDUCE_RESET, REDUCE_RESET_REDUCE):
+        regs[:n] = identity
+    if cmd in (REDUCE_REDUCE, REDUCE_RESET_REDUCE):
+        regs[:n] = fn(regs[:n], rows)
+    return regs[:n].copy()
 
 
 def scalar_dtype(x):

@@ -9,8 +9,8 @@ from evidence.nki.dispatch import Call
 from evidence.nki.indexing import MaskExpr, full_mask
 from evidence.nki.ops.base import (
     MIN_II, Op, bshape, cost_gpsimd, cost_stream, cost_two_inputs, f32, free_size, fresh, lead_align, op_mask,
-    reduced_mask, resolve_dtype, resolve_op, same_partitions, scalar_dtype, scalar_operand, scalar_value, set_result,
-    table, tile, value,
+    reduced_mask, resolve_dtype, resolve_op, same_elements, same_partitions, scalar_dtype, scalar_operand,
+    scalar_value, set_result, table, tile, value,
 )
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY
 from evidence.nki.tensor import Tensor
@@ -295,8 +295,8 @@ def check_iadd(st, t, o):
     c.p.update(o=o, fn=np.add)
     c.out = t
     c.ins = [t] + ([o] if isinstance(o, Tensor) else [])
-    if not accumulate:
-        bshape(st, [t.shape] + ([o.shape] if isinstance(o, Tensor) else []), "+=")
+    if isinstance(o, Tensor) and not same_elements(o, t) and bshape(st, [t.shape, o.shape], "+=") != tuple(t.shape):
+        raise st.error("err_shape_mismatch", f"'+=' cannot combine {list(o.shape)} into the smaller {list(t.shape)}")
     c.result = t
     if st.trace_only:
         t.write(np.zeros(()))
@@ -313,8 +313,12 @@ def check_inplace(st, t, o, opname):
 def exec_inplace(st, c: Call) -> None:
     t, o, fn = c.out, c.p["o"], c.p["fn"]
     is_tile = isinstance(o, Tensor)
-    other = lead_align(f32(o), len(t.shape)) if is_tile else np.float32(o)
     valid = o.valid if is_tile else None  # elements a masked instruction did not produce stay as they are
+    if is_tile and o.shape != t.shape and same_elements(o, t):  # e.g. a [M, a*b] matmul into a [M, a, b] tile
+        other = f32(o).reshape(t.shape)
+        valid = None if valid is None else valid.reshape(t.shape)
+    else:
+        other = lead_align(f32(o), len(t.shape)) if is_tile else np.float32(o)
     if (valid is None and t.adv is None and t.alloc.wmask is None and t.stamp is None and t.data.dtype == np.float32
             and (not is_tile or other.shape == t.shape)):
         fn(t.data, other, out=t.data)  # fp32 accumulation in place (the PSUM `+=` hot path)

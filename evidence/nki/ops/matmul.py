@@ -84,11 +84,10 @@ def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_m
 def check_matmul(st, x, y, *, transpose_x=False, mask=None, **_):
     x = tile(st, x, "matmul", "x", ("sbuf",))
     y = tile(st, y, "matmul", "y", ("sbuf",))
-    if len(x.shape) != 2:
-        raise st.error("err_exceed_max_supported_dimension", f"'matmul' x must be 2-D, got {list(x.shape)}")
-    _limit(st, x, 1, STATIONARY_FMAX, "matmul", "x")
+    # TensorE flattens the free axes of both operands: x [P, a, b] is [P, a*b]
+    _limit(st, x, 1, STATIONARY_FMAX, "matmul", "x", free_size(x.shape))
     _limit(st, y, 1, MOVING_FMAX, "matmul", "y", free_size(y.shape))
-    k, mm = (x.shape[0], x.shape[1]) if transpose_x else (x.shape[1], x.shape[0])
+    k, mm = (x.shape[0], free_size(x.shape)) if transpose_x else (free_size(x.shape), x.shape[0])
     c = _plan(st, "matmul", x, y, k, mm, tuple(y.shape[1:]), y.shape[0])
     c.mask = op_mask(st, mask)
     c.p["transpose_x"] = transpose_x

@@ -171,6 +171,35 @@ def check_tensor_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
     return c
 
 
+def check_copy_dynamic_src(st, src, *, mask=None, dtype=None, engine=None, **_):
+    """`tensor_copy_dynamic_src(src[..., idx_tile[0, j] + i_f])`: an on-chip copy whose source offset is a
+    runtime value held in SBUF (the subscript reads it); costs the dynamic-offset minimum of ~600 cycles."""
+    c = check_copy(st, src, mask=mask, dtype=dtype)
+    c.op, c.engine = "nisa.tensor_copy_dynamic_src", {2: "scalar", 3: "gpsimd"}.get(int(engine or 0), "vector")
+    return c
+
+
+def check_copy_dynamic_dst(st, *, dst, src, mask=None, dtype=None, engine=None, **_):
+    dst = tile(st, dst, "tensor_copy_dynamic_dst", "dst")
+    src = tile(st, src, "tensor_copy_dynamic_dst", "src")
+    c = Call("nisa.tensor_copy_dynamic_dst", {2: "scalar", 3: "gpsimd"}.get(int(engine or 0), "vector"))
+    c.mask = op_mask(st, mask)
+    fit(st, None, src.shape, dst.shape, "tensor_copy_dynamic_dst")
+    c.ins, c.out = [src], dst
+    if st.trace_only:
+        dst.write(np.zeros(()), c.mask)
+    return c
+
+
+def exec_copy_dynamic_dst(st, c: Call) -> None:
+    src, dst = c.ins[0], c.out
+    dst.write(fit(st, src.read(c.mask), src.shape, dst.shape, "tensor_copy_dynamic_dst"), c.mask)
+
+
+def cost_dynamic_copy(st, c: Call) -> float:
+    return max(600.0, cost_stream(st, c))
+
+
 def check_broadcast_to(st, src, *, shape=None, **kw):
     shape = tuple(kw.get("target_shape", shape))
     src = tile(st, src, "broadcast_to", "src", ANY)
@@ -369,23 +398,6 @@ def check_expand_dims(st, data, axis):
     return c
 
 
-def check_gather_flattened(st, data, indices, *, mask=None, dtype=None, **_):
-    data = tile(st, data, "gather_flattened", "data")
-    indices = tile(st, indices, "gather_flattened", "indices")
-    c = Call("gather_flattened", "gpsimd")
-    c.mask = op_mask(st, mask)
-    c.ins = [data, indices]
-    c.out = c.result = fresh(st, indices.shape, resolve_dtype(st, dtype, data.dtype))
-    return c
-
-
-def exec_gather_flattened(st, c: Call) -> None:
-    data, idx = c.ins[0].read(), c.ins[1].read().astype(np.int64)
-    flat = data.reshape(data.shape[0], -1)
-    ix = idx.reshape(idx.shape[0], -1) % max(flat.shape[1], 1)  # out of range: unspecified on hardware
-    set_result(c.out, np.take_along_axis(flat, ix, axis=1).reshape(idx.shape), c.mask)
-
-
 def check_stream_shuffle(st, src, dst, shuffle_mask, *, dtype=None, mask=None, **_):
     src = tile(st, src, "nc_stream_shuffle", "src")
     dst = tile(st, dst, "nc_stream_shuffle", "dst")
@@ -418,6 +430,8 @@ OPS = table(
     Op("load_transpose2d", check_load_transpose2d, exec_load_transpose2d, cost_dma),
     Op("copy", check_copy, exec_copy, cost_stream),
     Op("nisa.tensor_copy", check_tensor_copy, exec_copy, cost_stream),
+    Op("nisa.tensor_copy_dynamic_src", check_copy_dynamic_src, exec_copy, cost_dynamic_copy),
+    Op("nisa.tensor_copy_dynamic_dst", check_copy_dynamic_dst, exec_copy_dynamic_dst, cost_dynamic_copy),
     Op("broadcast_to", check_broadcast_to, exec_broadcast_to, cost_stream),
     Op("assign", check_assign, exec_assign, lambda st, c: cost_dma(st, c) if c.engine == "dma" else cost_stream(st, c)),
     Op("nisa.dma_copy", check_dma_copy, exec_dma_copy, cost_dma),
@@ -427,5 +441,4 @@ OPS = table(
     Op("view", check_view, None, None),
     Op("astype", check_astype, exec_copy, cost_stream),
     Op("expand_dims", check_expand_dims, None, None),
-    Op("gather_flattened", check_gather_flattened, exec_gather_flattened, lambda st, c: 150 + c.out.size // max(c.out.shape[0], 1)),
 )

@@ -333,16 +333,24 @@ def exec_match_replace8(st, c: Call) -> None:
 
 
 _TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*=\s*[\w.]*loop_reduce\(")
+# loop_reduce ops are the associative ALU ops (REFERENCE §3.7); numpy/nl reduction names map onto them
+_LOOP_REDUCE_OPS = {"add": "add", "sum": "add", "subtract": "subtract", "multiply": "multiply", "prod": "multiply",
+                    "max": "maximum", "amax": "maximum", "maximum": "maximum", "min": "minimum", "amin": "minimum",
+                    "minimum": "minimum", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+                    "bitwise_xor": "bitwise_xor", "logical_and": "logical_and", "logical_or": "logical_or",
+                    "logical_xor": "logical_xor"}
 
 
 def check_loop_reduce(st, x, op, loop_indices=None, *, dtype=None, mask=None, **_):
     """nl.loop_reduce: the assignment target is also the right-hand operand of `op`.
 
     `b[...] = nl.loop_reduce(a, op)` returns a tile the assignment combines into b[...];
-    `b = nl.loop_reduce(a, op)` names its target only in the source line, which is read here.
+    `b = nl.loop_reduce(a, op)` names its target only in the source line, which is read here. A
+    target that does not exist yet (the first iteration) starts as a copy of `a`.
     """
     x = tile(st, x, "loop_reduce", "x")
-    _, fn = resolve_op(st, BINARY, op, "loop_reduce op")
+    name = resolve_op(st, _LOOP_REDUCE_OPS, op, "loop_reduce op")[1]
+    fn = BINARY[name]
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename not in st.files:
         f = f.f_back
@@ -350,15 +358,18 @@ def check_loop_reduce(st, x, op, loop_indices=None, *, dtype=None, mask=None, **
     c = Call("loop_reduce", "vector")
     c.mask = op_mask(st, mask)
     c.p["fn"] = fn
-    if m and m.group(2):  # subscript target: the assignment does the combine
+    dst = None
+    if m and not m.group(2):
+        dst = f.f_locals.get(m.group(1))
+        if dst is not None and not isinstance(dst, Tensor):
+            raise st.error("err_loop_reduce_target",
+                           f"loop_reduce target '{m.group(1)}' is a {type(dst).__name__}, not a tile")
+    if dst is None:  # a subscript target (the assignment combines) or a fresh name (the first value)
         c.ins = [x]
         c.out = c.result = fresh(st, x.shape, resolve_dtype(st, dtype, x.dtype))
-        c.out.reduce_op = fn
+        if m and m.group(2):
+            c.out.reduce_op = fn
         return c
-    dst = f.f_locals.get(m.group(1)) if m else None
-    if not isinstance(dst, Tensor):
-        raise st.error("err_loop_reduce_target",
-                       "loop_reduce needs an existing tile as its assignment target (b = nl.loop_reduce(a, ...))")
     c.ins = [x, dst]
     c.out = c.result = dst
     return c

@@ -27,6 +27,7 @@ class reduce_cmd(IntEnum):
     reset = 1
     reduce = 2
     reset_reduce = 3
+    load_reduce = 4  # nki 0.3+
 
 
 class dge_mode(IntEnum):

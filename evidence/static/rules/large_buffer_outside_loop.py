@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import AssignInfo
@@ -10,6 +12,12 @@ from evidence.static.shapes import Tensor
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
 MIN_BYTES = 512  # per partition: smaller scratch buffers cost little either way
 SPILL_BYTES = 96 * 1024  # per partition: half of a partition's usable SBUF
+
+
+def _is_loop_reduce(node: cst.BaseExpression) -> bool:
+    func = node.func if isinstance(node, cst.Call) else None
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name == "loop_reduce"
 
 
 class LargeBufferOutsideLoop(Rule):
@@ -31,6 +39,10 @@ class LargeBufferOutsideLoop(Rule):
     VALID = [
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(4):\n        buf = nl.ndarray((128, 512), dtype=nl.float32)\n"
               "        buf[...] = nl.load(a[i * 128:(i + 1) * 128, :])\n", inputs={"a": ((512, 512), "float32")}),
+        Valid(_HEAD + "import numpy as np\n@nki.jit\ndef k(a):\n    acc = nl.ndarray((128, 512), dtype=nl.float32)\n"
+              "    for i in nl.affine_range(4):\n"
+              "        acc[...] = nl.loop_reduce(nl.load(a[i * 128:(i + 1) * 128, :]), op=np.max, loop_indices=[i])\n",
+              inputs={"a": ((512, 512), "float32")}),
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    buf = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.float32)\n"
               "    for i in nl.affine_range(4):\n        buf[i] = nl.load(a[i * 128:(i + 1) * 128, :])\n",
               inputs={"a": ((512, 512), "float32")}),
@@ -62,6 +74,8 @@ class LargeBufferOutsideLoop(Rule):
             return
         if any(a.target in x.names and x.start < a.start for x in (*loop.assigns, *loop.calls)):
             return  # read before the write: state carried across iterations, not scratch
+        if _is_loop_reduce(a.value_node):
+            return  # `buf[...] = nl.loop_reduce(...)` combines into buf: an accumulator, not scratch
         fb = t.free_bytes
         if fb is None or fb < MIN_BYTES:
             return

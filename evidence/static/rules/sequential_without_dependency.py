@@ -14,7 +14,7 @@ _WORK = ("nl.load", "nl.store", "nisa.", "nl.matmul", "nl.exp", "nl.add", "nl.mu
 class SequentialWithoutDependency(Rule):
     """Flags `nl.sequential_range` (and plain `range`, which beta lowers to it) loops doing NKI
     work whose iterations carry no state: no `+=`, no running value, no buffer rewritten at a
-    fixed location, no scan.
+    fixed location, no scan, no reduction chained through accumulator registers (`reduce_cmd`).
 
     sequential_range tells the compiler to keep iterations in order, which forbids overlapping
     one iteration's DMA with another's compute; independent iterations lose the pipelining that
@@ -31,6 +31,11 @@ class SequentialWithoutDependency(Rule):
               inputs={"a": ((512, 8), "float32")}),
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(4):\n        x = nl.load(a[i * 128:(i + 1) * 128, :])\n",
               inputs={"a": ((512, 8), "float32")}),
+        Valid(_HEAD + "@nki.jit\ndef k(a, lo, hi):\n    for i in nl.sequential_range(4):\n"
+              "        x = nl.load(a[:, i * 128:(i + 1) * 128])\n"
+              "        nisa.range_select(on_true_tile=x, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=lo,\n"
+              "                          bound1=hi, reduce_cmd=nisa.reduce_cmd.reduce, range_start=i * 128)\n",
+              inputs={"a": ((128, 512), "float32")}),
     ]
     INVALID = [
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray((512, 8), dtype=nl.float32, buffer=nl.shared_hbm)\n"
@@ -44,7 +49,8 @@ class SequentialWithoutDependency(Rule):
             return
         if not any(c.name.startswith(_WORK) for c in loop.calls):
             return
-        if any(c.name in _CARRY_CALLS or c.has_kw("dst_rmw_op") for c in loop.calls):
+        # reduce_cmd chains a reduction through the engine's accumulator registers across instructions
+        if any(c.name in _CARRY_CALLS or c.has_kw("dst_rmw_op") or c.has_kw("reduce_cmd") for c in loop.calls):
             return
         for a in loop.assigns:
             outer = a.target_def_loops is not None and loop.id not in a.target_def_loops

@@ -26,10 +26,10 @@ def kernel(a, b):
 REF = "def ref(a, b):\n    return a + b\n"
 
 
-def submission(kernel: str, ref: str = REF, rtol=None, inputs=None, atol=None) -> Submission:
+def submission(kernel: str, ref: str = REF, rtol=None, inputs=None, atol=None, grid=()) -> Submission:
     manifest = Manifest.model_validate({
         "task": {"id": "t", "title": "t", "rtol": rtol, "atol": atol},
-        "kernel": {"file": "kernel.py", "entry": "kernel"},
+        "kernel": {"file": "kernel.py", "entry": "kernel", "grid": list(grid)},
         "inputs": inputs or [{"name": "a", "shape": [256, 64]}, {"name": "b", "shape": [256, 64]}],
         "reference": {"file": "ref.py", "entry": "ref"},
     })
@@ -99,8 +99,9 @@ def test_memory_limit_is_reported():
 
 
 def test_an_op_the_simulator_lacks_is_incomplete_not_a_kernel_defect():
+    # a collective across SPMD instances cannot be simulated (instances run one after another)
     lacking = GOOD.replace("nl.add(x, y)", "nl.all_reduce(x, op=np.add, program_axes=[0])")
-    by_kind, _ = collect(submission(lacking))
+    by_kind, _ = collect(submission(lacking, grid=[2]))
     item = by_kind["sim.incomplete"]
     assert item.labels["code"] == "unsupported_op" and "all_reduce" in item.labels["message"]
     assert item.severity == Severity.medium and "sim.error" not in by_kind

@@ -192,6 +192,38 @@ ERRORS = [
             u = nl.exp(t)  # <-
             return a
      """, (B,), "err_failed_to_infer_tile_from_local_tensor"),
+    ("local_gather_index_dtype", """
+        def kernel(a):
+            t = nl.load(a[0:128, 0:64])
+            i = nl.load(a[0:128, 0:2])
+            g = nisa.local_gather(t, i)  # <-
+            return a
+     """, (B,), "err_unsupported_dtype"),
+    ("local_gather_partitions", """
+        def kernel(a, idx):
+            t = nl.load(a[0:40, 0:64])
+            g = nisa.local_gather(t, nl.load(idx[0:40, :]))  # <-
+            return a
+     """, (B, np.zeros((128, 2), np.uint16)), "err_invalid_local_gather_shape"),
+    ("local_gather_out_of_range", """
+        def kernel(a, idx):
+            g = nisa.local_gather(nl.load(a[:, 0:64]), nl.load(idx), num_elem_per_idx=4)  # <-
+            return a
+     """, (B, np.full((128, 2), 62, np.uint16)), "err_index_out_of_bound"),
+    ("range_select_on_false", """
+        def kernel(a, lo):
+            t = nl.load(a)
+            b = nl.load(lo)
+            r = nisa.range_select(t, np.greater_equal, np.less, b, b, on_false_value=0.0)  # <-
+            return a
+     """, (B, np.zeros((128, 1), np.float32)), "err_invalid_on_false_value"),
+    ("select_reduce_float_predicate", """
+        def kernel(a):
+            t = nl.load(a)
+            d = nl.ndarray((128, 512), dtype=nl.float32)
+            nisa.select_reduce(dst=d, predicate=t, on_true=t, on_false=0.0)  # <-
+            return a
+     """, (B,), "err_unsupported_dtype"),
 ]
 
 
@@ -213,7 +245,7 @@ def test_unsupported_op_names_the_op_and_the_table():
     body = """
         def kernel(a):
             t = nl.load(a)
-            u = nisa.local_gather(t, t)  # <-
+            u = nisa.quantize_mx(t, t)  # <-
             return a
     """
     with pytest.raises(UnsupportedOpError) as info:
@@ -221,7 +253,7 @@ def test_unsupported_op_names_the_op_and_the_table():
     from .conftest import kernel_source
 
     assert info.value.line == marked_line(kernel_source(body))
-    assert "nisa.local_gather" in info.value.message and "evidence/nki/ops" in info.value.message
+    assert "nisa.quantize_mx" in info.value.message and "evidence/nki/ops" in info.value.message
 
 
 def test_python_error_in_kernel_reports_its_line():
@@ -399,3 +431,33 @@ def test_partition_start_rule_is_a_finding():
     """
     found, src, _ = _findings(body, B)
     assert found == {("partition_start_rule", marked_line(src))}
+
+
+def test_range_select_needs_trn2_and_collectives_need_one_rank():
+    body = """
+        def kernel(a, lo):
+            t = nl.load(a)
+            b = nl.load(lo)
+            r = nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less, bound0=b, bound1=b)  # <-
+            return a
+    """
+    lo = np.zeros((128, 1), np.float32)
+    with pytest.raises(SimulationError) as info:
+        run_source(body, "kernel", B, lo, target="trn1")
+    assert info.value.code == "err_unsupported_on_target" and "trn1" in info.value.message
+    run_source(body, "kernel", B, lo, target="trn2")  # the same kernel runs on trn2
+
+    body = """
+        def kernel(a):
+            t = nl.load(a)
+            s = nl.all_reduce(t, op=np.add, program_axes=[0])  # <-
+            return a
+    """
+    from .conftest import kernel_source
+
+    with pytest.raises(UnsupportedOpError) as info:
+        run_source(body, "kernel", B, grid=(2,))
+    assert info.value.line == marked_line(kernel_source(body))
+    assert "all_reduce" in info.value.message and "2 SPMD instances" in info.value.message
+    sim, _ = run_source(body, "kernel", B)  # one instance: the reduction over one rank is the identity
+    assert not [f for f in sim.report.findings if f.severity in ("high", "critical")]

@@ -241,6 +241,108 @@ ROWS.update({
                                        .astype(ml_dtypes.float8_e4m3).astype(np.float64) for v in (a, b))),
         1e-5, 1e-5),
 })
+# --- gathers, selections, dynamic copies and single-rank collectives (issue 13) ----------------
+GATHER_OFFSETS = RNG.integers(0, F - 4, (P, 2)).astype(np.uint16)  # element offsets, 4 elements each
+SEGMENTS = np.sort(RNG.integers(0, 6, (1, F))).astype(np.float32)
+SPARSE = np.where(RNG.random((P, F)) < 0.3, X, 0).astype(np.float32)
+DYN_COLS = RNG.permutation(F)[:8].astype(np.int32).reshape(1, 8)
+
+
+def _local_gather_ref(src, offsets):
+    out = np.empty((P, 32, 4))
+    for core in range(0, P, 16):
+        starts = offsets[core:core + 16].astype(np.int64).flatten(order="F")
+        for j, s0 in enumerate(starts):
+            out[core:core + 16, j, :] = src[core:core + 16, s0:s0 + 4]
+    return out
+
+
+def _segment_bounds_ref(ids):
+    seq = ids[0]
+    n = len(seq)
+    start, end = np.zeros(n), np.zeros(n)
+    for i in range(n):
+        start[i] = n if seq[i] == 0 else (start[i - 1] if i and seq[i] == seq[i - 1] else i)
+    for i in reversed(range(n)):
+        end[i] = -1 if seq[i] == 0 else (end[i + 1] if i < n - 1 and seq[i] == seq[i + 1] else i + 1)
+    return np.stack([start, end])[None]
+
+
+def _nonzero_ref(a):
+    rows = []
+    for p in range(0, P, 16):
+        hits = np.flatnonzero(a[p] != 0)
+        row = np.full(F + 1, -1.0)
+        row[:hits.size], row[-1] = hits, hits.size
+        rows.append(row)
+    return np.stack(rows)
+
+
+def _range_select(x, lo, hi, reduce_out=False):
+    res = nl.ndarray((P, 1), dtype=nl.float32)
+    kept = nisa.range_select(on_true_tile=x, comp_op0=np.greater_equal, comp_op1=np.less, bound0=lo, bound1=hi,
+                             reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=res, range_start=8,
+                             on_false_value=nl.fp32.min)
+    return res if reduce_out else kept
+
+
+def _range_select_ref(x, lo, hi):
+    idx = 8 + np.arange(F)[None, :]
+    return np.where((idx >= lo) & (idx < hi), x, np.finfo(np.float32).min)
+
+
+def _select_reduce(x, pred, reduce_out=False):
+    dst = nl.ndarray((P, F), dtype=nl.float32)
+    res = nl.ndarray((P, 1), dtype=nl.float32)
+    nisa.select_reduce(dst=dst, predicate=pred, on_true=x, on_false=-5.0, reduce_res=res,
+                       reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    return res if reduce_out else dst
+
+
+def _dynamic_src(x, cols):
+    out = nl.ndarray((P, 8), dtype=nl.float32)
+    ip, jf = nl.mgrid[0:P, 0:1]
+    for j in nl.affine_range(8):
+        out[ip, j + jf] = nisa.tensor_copy_dynamic_src(x[ip, cols[0, j] + jf])
+    return out
+
+
+def _dynamic_dst(x, cols):
+    out = nl.full((P, F), 0.0, dtype=nl.float32)
+    ip, jf = nl.mgrid[0:P, 0:1]
+    for j in nl.affine_range(8):
+        nisa.tensor_copy_dynamic_dst(dst=out[ip, cols[0, j] + jf], src=x[ip, j + jf])
+    return out
+
+
+def _dynamic_dst_ref(x, cols):
+    out = np.zeros((P, F))
+    out[:, cols[0]] = x[:, :8]
+    return out
+
+
+ROWS.update({
+    "nisa.local_gather": (lambda s, i: nisa.local_gather(s, i, 4), (X, GATHER_OFFSETS), _local_gather_ref, 0, 0),
+    "nisa.nc_n_gather": (lambda s, i: nisa.nc_n_gather(s, i), (X, (INTS % F).astype(np.uint32)),
+                         lambda a, i: np.take_along_axis(a, i.astype(np.int64), 1), 0, 0),
+    "nisa.sequence_bounds": (lambda s: nisa.sequence_bounds(segment_ids=s), (SEGMENTS,), _segment_bounds_ref, 0, 0),
+    "nisa.nonzero_with_count": (lambda s: nisa.nonzero_with_count(s, index_offset=0, padding_val=-1)[0:P:16, :],
+                                (SPARSE,), _nonzero_ref, 0, 0),
+    "nisa.range_select": (_range_select, (X, np.zeros((P, 1), np.float32), np.full((P, 1), 40.0, np.float32)),
+                          _range_select_ref, 0, 0),
+    "range_select_reduce_res": (lambda x, lo, hi: _range_select(x, lo, hi, True),
+                                (X, np.zeros((P, 1), np.float32), np.full((P, 1), 40.0, np.float32)),
+                                lambda x, lo, hi: _range_select_ref(x, lo, hi).max(1, keepdims=True), 0, 0),
+    "nisa.select_reduce": (_select_reduce, (X, (INTS % 2).astype(np.uint8)), lambda a, p: np.where(p != 0, a, -5.0),
+                           0, 0),
+    "select_reduce_reduce_res": (lambda x, p: _select_reduce(x, p, True), (X, (INTS % 2).astype(np.uint8)),
+                                 lambda a, p: np.where(p != 0, a, -5.0).max(1, keepdims=True), 0, 0),
+    "nisa.tensor_copy_dynamic_src": (_dynamic_src, (X, DYN_COLS), lambda a, c: a[:, c[0]], 0, 0),
+    "nisa.tensor_copy_dynamic_dst": (_dynamic_dst, (X, DYN_COLS), _dynamic_dst_ref, 0, 0),
+    "all_reduce": (lambda s: nl.all_reduce(s, op=np.add, program_axes=[0]), (X,), lambda a: a, 0, 0),
+})
+
+
 # ops exercised by another row (name -> row that covers it)
 COVERED_BY = {"zeros": "full_like", "ones": "full_like", "zeros_like": "full_like", "ones_like": "full_like",
               "full": "loop_reduce", "ndarray": "nisa.dma_copy", "shared_identity_matrix": "shared_constant",
