@@ -14,7 +14,7 @@ the events by the `Recorder` when it keeps them, positioned by event index:
   is ready when the sources are;
 - `allocs` (on-chip allocation id -> buffer, bytes per partition or PSUM banks) and `frees`
   (when Python released an allocation), for capacity back-pressure;
-- `marks`: each loop iteration's start (loop token, iterator kind, iteration index).
+- `marks`: each loop iteration's start (loop token, iterator kind, iteration index, loop header line).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class Recorder:
         self.forwards: list[tuple[int, tuple, tuple]] = []  # (position, destination key, source keys)
         self.allocs: dict[int, tuple[str, int]] = {}  # on-chip allocation id -> (buffer, bytes/partition or banks)
         self.frees: list[tuple[int, int]] = []  # (position, allocation id) when an on-chip allocation was released
-        self.marks: list[tuple[int, int, str, int]] = []  # (position, loop token, kind, iteration) per iteration start
+        self.marks: list[tuple[int, int, str, int, int]] = []  # (position, loop token, kind, iteration, line) per iteration
 
     def add(self, ev: TraceEvent) -> None:
         if self.keep:

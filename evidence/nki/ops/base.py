@@ -264,8 +264,15 @@ def free_size(shape) -> int:
 
 # --- costs (REFERENCE §5.2; cycles of the engine's clock) -----------------------------------
 
+def per_partition(t) -> int:
+    """Elements per partition of a tile, or of a tensor with block dimensions before its partition axis."""
+    if t.pdim:
+        return t.size // max(t.shape[t.pdim], 1)
+    return free_size(t.shape)
+
+
 def cost_stream(st, c: Call, passes: float = 1.0) -> float:
-    n = free_size(c.out.shape) if c.out is not None else free_size(c.ins[0].shape)
+    n = per_partition(c.out if c.out is not None else c.ins[0])
     return max(MIN_II, passes * n)
 
 
@@ -274,7 +281,7 @@ def cost_two_inputs(st, c: Call) -> float:
 
 
 def cost_gpsimd(st, c: Call) -> float:
-    return 150 + free_size(c.out.shape if c.out is not None else c.ins[0].shape)
+    return 150 + per_partition(c.out if c.out is not None else c.ins[0])
 
 
 def cost_dma(st, c: Call) -> float:

@@ -105,11 +105,12 @@ class _Range:
         frame = st.new_loop(self.kind)
         st.loops.append(frame)
         rec = st.recorder
+        line = st.where()[1] if rec.keep else 0  # the loop header's kernel line, once per loop
         try:
             for i in self.r:
                 frame.it = i
                 if rec.keep:
-                    rec.marks.append((len(rec.events), frame.token, self.kind, i))
+                    rec.marks.append((len(rec.events), frame.token, self.kind, i, line))
                 yield i
         finally:
             if frame in st.loops:

@@ -51,8 +51,11 @@ def sim_forwards(sim):
 
 def test_loop_marks_name_the_iterator_kind_and_iteration():
     sim, _, _ = _blocks()
-    kinds = [(kind, it) for _, _, kind, it in sim.recorder.marks]
+    _, src, _ = _blocks()
+    kinds = [(kind, it) for _, _, kind, it, _ in sim.recorder.marks]
     assert kinds == [("affine", i) for i in range(4)] + [("sequential", i) for i in range(4)]
+    lines = {line for *_, line in sim.recorder.marks}
+    assert lines == {marked_line(src, "for k in nl.affine_range(4)"), marked_line(src, "for k in nl.sequential_range(4)")}
 
 
 def test_onchip_allocations_have_sizes_and_releases():

@@ -1,0 +1,20 @@
+"""Helpers for cost-model tests: trace small kernels written inline."""
+
+from __future__ import annotations
+
+import textwrap
+
+from evidence.nki import load_kernel, simulate
+
+HEADER = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.typing as nt
+"""
+
+
+def trace(body: str, *args, entry: str = "kernel", target: str = "trn1", **kw):
+    """Simulate kernel source `body` in trace-only mode (arguments may be nt.tensor placeholders)."""
+    mod = load_kernel(HEADER + textwrap.dedent(body), display="k.py")
+    return simulate(getattr(mod, entry), *args, target=target, trace_only=True, **kw)
