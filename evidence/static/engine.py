@@ -22,6 +22,7 @@ from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.positions import TRACKED, AstLines, child_fields
+from evidence.static.scope import Scope, entry_scope
 from evidence.static.shapes import Binding, Dtype, LoopVar, Tensor
 
 _KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace", "nki_jit", "kernel")
@@ -36,6 +37,16 @@ class StaticAnalysisError(ValueError):
     """A kernel source that cannot be analysed (e.g. a syntax error), named by file:line."""
 
 
+@dataclass(frozen=True)
+class SkippedFunction:
+    """A top-level function the entry kernel does not reach: walked for positions, never analysed."""
+
+    name: str
+    start: int
+    end: int
+    is_kernel: bool
+
+
 @dataclass
 class Analysis:
     file: str
@@ -45,6 +56,8 @@ class Analysis:
     findings: list[Finding]
     failures: list[RuleFailure]
     timings: dict[str, float] = field(default_factory=dict)
+    skipped: list[SkippedFunction] = field(default_factory=list)
+    entry: str | None = None
 
 
 class Engine(cst.CSTVisitor):
@@ -53,10 +66,13 @@ class Engine(cst.CSTVisitor):
     def __init__(
         self, file: str, dialect: DialectInfo, rule_classes: Sequence[type[Rule]],
         inputs: Sequence[InputBinding], entry: str | None, options: dict[str, object] | None = None,
-        positions: AstLines | None = None,
+        positions: AstLines | None = None, scope: Scope | None = None,
     ) -> None:
         super().__init__()
         self.positions = positions
+        self.scope = scope or Scope()
+        self.skipped: list[SkippedFunction] = []
+        self._skip: cst.CSTNode | None = None  # the out-of-scope subtree being walked
         self._pos: dict[int, tuple[int, int]] = {}
         self._open: list[tuple[int, int]] = [(1, 1)]  # spans of the tracked ancestors being visited
         self._suppress = 0  # inside decorators/parameters: calls there are not kernel work
@@ -174,6 +190,13 @@ class Engine(cst.CSTVisitor):
             else:
                 span = self.lines(node)
             self._open.append(span)
+            if self._skip is not None:
+                return True
+            if self._out_of_scope(node, span):
+                self._skip = node
+                return True
+        elif self._skip is not None:
+            return True
         tname = cls.__name__
         own = getattr(self, "visit_" + tname, None)
         descend = own(node) if own is not None else True
@@ -185,6 +208,12 @@ class Engine(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         cls = type(original_node)
+        if self._skip is not None:
+            if original_node is self._skip:
+                self._skip = None
+            if cls in TRACKED:
+                self._open.pop()
+            return
         tname = cls.__name__
         hooks = self._leave_hooks.get(tname)
         if hooks:
@@ -195,6 +224,26 @@ class Engine(cst.CSTVisitor):
             own(original_node)
         if cls in TRACKED:
             self._open.pop()
+
+    # -- scope ----------------------------------------------------------------------------
+    def _out_of_scope(self, node: cst.CSTNode, span: tuple[int, int]) -> bool:
+        """A top-level function the entry does not reach, or a module-level `__main__` block."""
+        if self.function_stack:
+            return False
+        if isinstance(node, cst.FunctionDef) and not self.scope.includes(span[0]):
+            self.skipped.append(SkippedFunction(node.name.value, span[0], span[1], bool(self._decorator(node))))
+            return True
+        return isinstance(node, cst.If) and span[0] in self.scope.main_guards
+
+    def _decorator(self, node: cst.FunctionDef) -> str:
+        """The NKI kernel decorator of a function (`nki.jit`, ...), or the wrapper that makes it one."""
+        decorator = ""
+        for d in node.decorators:
+            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            name = self.ev.api_name(expr) or ""
+            if name.rsplit(".", 1)[-1] in _KERNEL_DECORATORS:
+                decorator = name
+        return decorator or self.wrapped.get(node.name.value, "")
 
     # -- functions ------------------------------------------------------------------------
     # Decorators and parameter defaults are walked (positions stay in step) but are not kernel work.
@@ -208,13 +257,7 @@ class Engine(cst.CSTVisitor):
     leave_Parameters = leave_Decorator
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        decorator = ""
-        for d in node.decorators:
-            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-            name = self.ev.api_name(expr) or ""
-            if name.rsplit(".", 1)[-1] in _KERNEL_DECORATORS:
-                decorator = name
-        decorator = decorator or self.wrapped.get(node.name.value, "")
+        decorator = self._decorator(node)
         start, end = self.lines(node)
         params = [p for p in node.params.params] + [p for p in node.params.kwonly_params]
         mutable = frozenset(
@@ -454,6 +497,7 @@ def analyze(
     """Run the facts pass and every rule that judges this file's dialect, in one traversal."""
     module = module if module is not None else parse(source, file)
     dialect = detect(module)
+    scope = entry_scope(source, entry)
     active = rules_for(dialect.dialect, tuple(rules) if rules is not None else None)
     try:
         positions: AstLines | None = None if exact_positions else AstLines(source)
@@ -461,16 +505,17 @@ def analyze(
         positions = None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     if positions is not None:
-        engine = Engine(file, dialect, active, list(inputs), entry, options, positions)
+        engine = Engine(file, dialect, active, list(inputs), entry, options, positions, scope)
         engine.scan_wrappers(wrapper.module)
         engine.walk(wrapper.module)
     if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
-        engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None)
+        engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None, scope)
         engine.scan_wrappers(wrapper.module)
         wrapper.visit(engine)
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
-    return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings)
+    return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings,
+                    engine.skipped, entry)
 
 
 def bindings_from(inputs: Iterable[object]) -> list[InputBinding]:
@@ -488,4 +533,4 @@ def bindings_from(inputs: Iterable[object]) -> list[InputBinding]:
     return out
 
 
-__all__ = ["Analysis", "Dtype", "Engine", "StaticAnalysisError", "analyze", "bindings_from", "parse"]
+__all__ = ["Analysis", "Dtype", "Engine", "SkippedFunction", "StaticAnalysisError", "analyze", "bindings_from", "parse"]

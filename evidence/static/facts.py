@@ -20,6 +20,8 @@ FACT_KINDS = {
     "nki.alloc": "a tensor allocation (labels: buffer, dtype, shape; metrics: partitions, free_bytes_per_partition)",
     "nki.api_call": "calls of one NKI API in one function, aggregated (labels: api, function, lines; metrics: count)",
     "nki.rule_failure": "a static rule crashed on this file; its findings are missing (labels: rule, error_type)",
+    "nki.out_of_scope": "functions of the kernel file that the entry kernel never reaches (other kernels, host code): "
+                        "not analysed, so nothing is cited from them (labels: entry, functions, kernels; metrics: count)",
 }
 _NOT_COUNTED = frozenset({"nl.affine_range", "nl.sequential_range", "nl.static_range", "nl.par_dim", "nl.arange", "nl.mgrid"})
 
@@ -69,7 +71,24 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
                 labels={"api": api, "function": fn.name, "lines": ",".join(str(x) for x in sorted(set(lines)))},
                 metrics={"count": float(len(lines))},
             ))
+    if a.skipped:
+        items.append(_out_of_scope_item(a, analyzer))
     return items
+
+
+def _out_of_scope_item(a: Analysis, analyzer: str) -> EvidenceItem:
+    names = [f"{s.name} ({a.file}:{s.start}-{s.end})" for s in a.skipped]
+    kernels = [s.name for s in a.skipped if s.is_kernel]
+    what = f"{len(kernels)} other kernel(s) and {len(a.skipped) - len(kernels)} other function(s)"
+    return EvidenceItem(
+        id=make_id("nki.out_of_scope", a.file), kind="nki.out_of_scope", analyzer=analyzer,
+        title=f"{what} not reached from the entry {a.entry} are not analysed: " + ", ".join(names)[:300],
+        detail="The review covers the entry kernel and the functions it calls; findings in the others would "
+               "describe code that never runs for this task.",
+        location=Location(file=a.file, start_line=a.skipped[0].start, end_line=a.skipped[0].end),
+        labels={"entry": a.entry or "", "functions": ",".join(s.name for s in a.skipped), "kernels": ",".join(kernels)},
+        metrics={"count": float(len(a.skipped)), "kernels": float(len(kernels))},
+    )
 
 
 def _alloc_item(f: str, c, analyzer: str, fn_name: str) -> EvidenceItem:
