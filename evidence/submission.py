@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evidence.model import content_hash
 
@@ -21,6 +21,10 @@ INPUT_DTYPES = (
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "bool",
 )
 DISTRIBUTIONS = ("normal", "uniform", "zeros", "ones", "arange", "randint", "positive", "mask")
+# A plain Python argument: a number, a flag, or a tuple of them (a shape such as (64, 64)); TOML/JSON
+# arrays arrive as tuples.
+Scalar = int | float | bool
+PlainValue = Scalar | tuple[Scalar, ...]
 
 
 class TaskSpec(BaseModel):
@@ -56,7 +60,17 @@ class InputSpec(BaseModel):
     high: float | None = None
     mean: float | None = None
     std: float | None = None
-    value: int | float | bool | None = None  # set for non-tensor arguments (tile counts, flags)
+    value: PlainValue | None = None  # set for non-tensor arguments (tile counts, flags, shapes)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _plain(cls, value: object) -> object:
+        def scalar(v: object) -> bool:
+            return isinstance(v, (int, float, bool))
+
+        if value is None or scalar(value) or (isinstance(value, (list, tuple)) and all(scalar(v) for v in value)):
+            return value
+        raise ValueError(f"must be a number, a boolean or a list of them, got {value!r}"[:200])
 
     @property
     def is_tensor(self) -> bool:

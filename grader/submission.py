@@ -46,6 +46,8 @@ def _pydantic_message(err: dict[str, Any]) -> str:
         return "unknown key"
     if kind == "missing":
         return "missing required key"
+    if kind == "value_error" and "error" in err.get("ctx", {}):
+        return str(err["ctx"]["error"])  # our own validators' message, without pydantic's prefix
     return err["msg"]
 
 

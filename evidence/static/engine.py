@@ -306,6 +306,11 @@ class Engine(cst.CSTVisitor):
                 scope[name] = Binding(spec.value)
             elif spec is not None:
                 scope[name] = Binding(Tensor(tuple(spec.shape), spec.dtype, "hbm", "input", name, 0, name in fn.mutable_params))
+            elif fn.is_kernel and p.default is not None:
+                # A parameter with a Python default (`use_mask=False`, `dtype=nl.bfloat16`) that the task
+                # does not pass is that Python value at trace time, not an HBM tensor.
+                default = self.value(p.default)
+                scope[name] = Binding(None if isinstance(default, Tensor) else default, names=frozenset({name}))
             elif fn.is_kernel:
                 scope[name] = Binding(Tensor(None, None, "hbm", "input", name, 0, name in fn.mutable_params))
             else:

@@ -23,7 +23,7 @@ class InputBinding:
     name: str
     shape: tuple[int, ...] = ()
     dtype: str = "float32"
-    value: int | float | bool | None = None
+    value: int | float | bool | tuple[int | float | bool, ...] | None = None
 
 
 @dataclass(eq=False)
