@@ -24,6 +24,9 @@ class Collector(ABC):
 
     def __init__(self, **options: object) -> None:
         """Options override the class attributes a collector declares (e.g. a simulator's timeout)."""
+        # Seconds per stage of the last `collect` (e.g. the simulator's kernel and reference phases);
+        # `gather` records them next to the collector's total as "<name>.<stage>".
+        self.timings: dict[str, float] = {}
         for key, value in options.items():
             if key.startswith("_") or key in Collector.__dict__ or not hasattr(type(self), key):
                 raise TypeError(f"collector {self.name!r} has no option {key!r}")

@@ -58,6 +58,8 @@ def gather(
         else:
             items.extend(produced)
         timings[cls.name] = round(time.perf_counter() - start, 6)
+        for stage, seconds in collector.timings.items():
+            timings[f"{cls.name}.{stage}"] = round(seconds, 6)
     return EvidenceBundle(
         submission_hash=submission.content_hash,
         items=sort_items(dedupe_ids(items)),

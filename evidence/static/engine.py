@@ -58,6 +58,7 @@ class Analysis:
     timings: dict[str, float] = field(default_factory=dict)
     skipped: list[SkippedFunction] = field(default_factory=list)
     entry: str | None = None
+    seconds: float = 0.0  # wall time of the whole analysis (parse included when analyze parsed)
 
 
 class Engine(cst.CSTVisitor):
@@ -500,6 +501,7 @@ def analyze(
     exact_positions: bool = False,
 ) -> Analysis:
     """Run the facts pass and every rule that judges this file's dialect, in one traversal."""
+    t0 = time.perf_counter()
     module = module if module is not None else parse(source, file)
     dialect = detect(module)
     scope = entry_scope(source, entry)
@@ -520,7 +522,7 @@ def analyze(
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
     return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings,
-                    engine.skipped, entry)
+                    engine.skipped, entry, time.perf_counter() - t0)
 
 
 def bindings_from(inputs: Iterable[object]) -> list[InputBinding]:

@@ -69,11 +69,22 @@ def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _timings(timings: dict[str, float]) -> str:
+    """'nki-simulator 1.46s (kernel 0.90s, reference 0.10s), nki-static 0.09s': stages beside their collector."""
+    parts = []
+    for name, seconds in timings.items():
+        if "." in name:
+            continue
+        stages = [f"{k.split('.', 1)[1]} {v:.3f}s" for k, v in timings.items() if k.startswith(name + ".")]
+        parts.append(f"{name} {seconds:.3f}s" + (f" ({', '.join(stages)})" if stages else ""))
+    return ", ".join(parts)
+
+
 def render_bundle(bundle: EvidenceBundle) -> str:
     lines = [f"# Evidence bundle {bundle.bundle_hash[:19]}", "",
              f"Analyzers: {', '.join(f'{k}@{v}' for k, v in bundle.analyzers.items()) or 'none'}", ""]
     if bundle.timings:
-        lines.append("Timings: " + ", ".join(f"{k} {v:.3f}s" for k, v in bundle.timings.items()))
+        lines.append("Timings: " + _timings(bundle.timings))
         lines.append("")
     for f in bundle.failures:
         lines.append(f"- **FAILED** `{f.id}` {f.analyzer}: {f.error_type}: {f.message}")

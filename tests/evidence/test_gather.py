@@ -69,3 +69,32 @@ def test_collectors_defined_outside_the_package_are_not_discovered():
     names = {c.name for c in concrete_collectors()}
     assert "test-good" not in names and "test-crash" not in names
     assert {"nki-simulator", "nki-static", "claims"} <= {c.name for c in load_collectors()}
+
+
+class Staged(_Base):
+    name = "test-staged"
+
+    def collect(self, submission):
+        self.timings = {"parse": 0.25, "check": 0.5}
+        return [self.item(0, 1)]
+
+
+def test_timings_per_collector_and_stage_are_recorded_and_shown():
+    from grader.reports.markdown import render_bundle
+
+    bundle = gather(SUB, collectors=[Good, Staged, Crashing])
+    assert set(bundle.timings) == {"test-good", "test-staged", "test-staged.parse", "test-staged.check", "test-crash"}
+    assert all(v >= 0 for v in bundle.timings.values()) and bundle.timings["test-staged.check"] == 0.5
+    line = next(x for x in render_bundle(bundle).splitlines() if x.startswith("Timings:"))
+    assert "test-staged " in line and "(parse 0.250s, check 0.500s)" in line
+
+
+def test_the_static_collector_times_its_analysis(tmp_path):
+    from evidence.static.collectors import NkiStaticCollector
+
+    src = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n@nki.jit\ndef k(a):\n    x = nl.load(a)\n"
+    sub = Submission(manifest=Manifest.model_validate({
+        "task": {"id": "t", "title": "T"}, "kernel": {"file": "k.py", "entry": "k"},
+        "inputs": [{"name": "a", "shape": [128, 64]}]}), files={"k.py": src})
+    bundle = gather(sub, collectors=[NkiStaticCollector])
+    assert bundle.timings["nki-static.analysis"] > 0 and "nki-static.rules" in bundle.timings
