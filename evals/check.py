@@ -84,7 +84,7 @@ def gold_problems(item: Path, gold: dict, submission, rubric) -> list[str]:
         out += [f"criteria.{c.id}.rationale: {p}" for p in line_ref_problems(str(rationale), submission)]
     meta = gold.get("meta", {})
     for key in META_FIELDS:
-        if not str(meta.get(key, "")).strip() and not (key == "base" and meta.get("category") == "base"):
+        if not str(meta.get(key, "")).strip() and not (key == "base" and meta.get("category") in ("base", "migration")):
             out.append(f"meta.{key}: missing")
     if meta.get("item") and meta["item"] != item.name:
         out.append(f"meta.item: {meta['item']!r} differs from the folder name {item.name!r}")
