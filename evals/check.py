@@ -35,7 +35,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = (ROOT / "evals" / "calibration" / "nki-review-v1", ROOT / "evals" / "audit")
-META_FIELDS = ("item", "operation", "category", "base", "planted", "author", "gold_method")
+META_FIELDS = ("item", "operation", "category", "planted", "author", "gold_method")  # and `base` ("" for none)
 CATEGORIES = ("base", "variant", "migration", "claims")
 APPLIES = {"has_cuda": lambda s: s.manifest.migration is not None, "has_claims": lambda s: s.manifest.claims is not None,
            "has_reference": lambda s: s.manifest.reference is not None, "always": lambda s: True}
@@ -84,8 +84,12 @@ def gold_problems(item: Path, gold: dict, submission, rubric) -> list[str]:
         out += [f"criteria.{c.id}.rationale: {p}" for p in line_ref_problems(str(rationale), submission)]
     meta = gold.get("meta", {})
     for key in META_FIELDS:
-        if not str(meta.get(key, "")).strip() and not (key == "base" and meta.get("category") in ("base", "migration")):
+        if not str(meta.get(key, "")).strip():
             out.append(f"meta.{key}: missing")
+    if "base" not in meta:
+        out.append('meta.base: missing (the item this one varies, or "")')
+    elif meta["base"] and not (item.parent / meta["base"] / "submission.toml").is_file():
+        out.append(f"meta.base: {meta['base']!r} is not an item of this set")
     if meta.get("item") and meta["item"] != item.name:
         out.append(f"meta.item: {meta['item']!r} differs from the folder name {item.name!r}")
     if meta.get("category") not in CATEGORIES:

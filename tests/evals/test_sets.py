@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.check import SETS, item_dirs, load_set, simulation_problems
+from evals.check import SETS, coverage, item_dirs, load_set, simulation_problems
+from grader.rubric import load_rubric
 
 CALIBRATION, AUDIT = SETS
 LOADED = {s.name: load_set(s) for s in SETS if s.is_dir()}
@@ -21,6 +22,34 @@ def _items():
 def test_every_item_loads_with_complete_valid_gold():
     problems = [p for loaded in LOADED.values() for p in loaded.problems]
     assert not problems, "\n".join(problems)
+
+
+def test_calibration_set_covers_every_criterion_at_every_level():
+    """At least 40 items; every criterion has gold at low (1-2), middle (3) and high (4-5) levels."""
+    loaded = LOADED[CALIBRATION.name]
+    assert len(loaded.golds) >= 40
+    table = coverage(loaded.golds, load_rubric())
+    thin = {cid: counts for cid, counts in table.items() if not all(counts[b] for b in ("low", "mid", "high"))}
+    assert not thin, f"criteria without gold at some level: {thin}"
+
+
+def test_calibration_set_has_the_required_kinds_of_item():
+    """Bases for at least 10 operations, at least 8 CUDA migrations and 6 benchmark-claim items."""
+    golds = LOADED[CALIBRATION.name].golds
+    subs = LOADED[CALIBRATION.name].submissions
+    bases = {g["meta"]["operation"] for g in golds.values() if g["meta"]["category"] == "base"}
+    assert len(bases) >= 10
+    assert sum(subs[n].manifest.migration is not None for n in golds) >= 8
+    assert sum(subs[n].manifest.claims is not None for n in golds) >= 6
+
+
+def test_audit_set_is_separate_from_the_calibration_set():
+    """At least 12 audit items, none sharing a kernel with a calibration item."""
+    audit = LOADED[AUDIT.name]
+    assert len(audit.golds) >= 12
+    calibration_kernels = {s.kernel_source for s in LOADED[CALIBRATION.name].submissions.values()}
+    shared = [n for n, s in audit.submissions.items() if s.kernel_source in calibration_kernels]
+    assert not shared, f"audit items that reuse a calibration kernel: {shared}"
 
 
 @pytest.mark.slow
