@@ -159,16 +159,9 @@ from grader.cli_calibration import calibrate  # noqa: E402 - after the app exist
 
 app.command()(calibrate)
 
+from grader.service.cli import register as _register_service  # noqa: E402  (serve, worker, keys, db, log)
 
-@app.command()
-def serve(
-    host: str = typer.Option("127.0.0.1", help="bind address"),
-    port: int = typer.Option(8000, help="port"),
-) -> None:
-    """Serve the HTTP API (POST /v1/evaluations, GET /v1/rubrics, /healthz, /docs)."""
-    import uvicorn
-
-    uvicorn.run("grader.api.app:create_app", factory=True, host=host, port=port)
+_register_service(app)
 
 
 if __name__ == "__main__":

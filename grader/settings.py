@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -55,6 +56,16 @@ class Settings(BaseSettings):
     # Calibration runs and audits (JSON files until the service's database store replaces them);
     # default: the user's data directory (platformdirs).
     data_dir: Path | None = None
+
+    # Service (issue 12): storage, durable jobs, auth (the database defaults to SQLite in data_dir).
+    database_url: str | None = None  # default: SQLite (WAL) in data_dir; postgresql+psycopg://... for teams
+    auth: Literal["on", "off"] = "on"  # off: local single-user use only, refused on non-loopback binds
+    workers: int = Field(default=2, ge=0, le=64)  # worker processes started by `grader serve`
+    job_attempts: int = Field(default=3, ge=1, le=20)
+    job_lease_s: float = Field(default=30.0, ge=0.5)
+    queue_max: int = Field(default=1000, ge=1)
+    max_wait_s: float = Field(default=60.0, ge=0)
+    shutdown_grace_s: float = Field(default=30.0, ge=0)
 
     def resolved_drafter(self) -> str:
         if self.drafter != "auto":

@@ -1,14 +1,29 @@
-"""The FastAPI application factory. Settings are built here (or passed in), never at import time."""
+"""The FastAPI application factory. Settings and the store are built here (or passed in), never at import time."""
 
 from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from grader.api.routes import router
+from grader.api import admin, evaluations, ops, routes
+from grader.api.metrics import build_registry
+from grader.api.middleware import RequestContext
+from grader.errors import GraderError, RubricError, SubmissionError, SubmissionTooLarge
+from grader.service.config import open_store, service_settings
+from grader.service.errors import QueueFull
+from grader.service.logs import request_id
 from grader.settings import Settings
+from grader.store import migrate
+from grader.store.db import Store, StoreError
+
+log = logging.getLogger("grader.api")
 
 
 class BodySizeLimit:
@@ -54,23 +69,79 @@ def _one_line_validation(_: Request, exc: RequestValidationError) -> JSONRespons
     errors = exc.errors()
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     where = ".".join(str(p) for p in first.get("loc", ()))
-    return JSONResponse({"detail": f"{where}: {first.get('msg')}", "errors": jsonable(errors)}, status_code=422)
+    message = " ".join(f"{where}: {first.get('msg')}".split())
+    return JSONResponse({"detail": message, "errors": jsonable(errors)}, status_code=422)
 
 
 def jsonable(errors: list) -> list:
-    return [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg")), "type": e.get("type")} for e in errors]
+    return [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg")), "type": e.get("type")} for e in errors]
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings()
+def _status(exc: GraderError) -> int:
+    if isinstance(exc, SubmissionTooLarge):
+        return 413
+    if isinstance(exc, SubmissionError | RubricError):
+        return 422
+    if isinstance(exc, StoreError):
+        return 503
+    return getattr(exc, "status", 400)
+
+
+def _grader_error(_: Request, exc: GraderError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, QueueFull) else None
+    return JSONResponse({"detail": exc.one_line()}, status_code=_status(exc), headers=headers)
+
+
+def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    detail = " ".join(str(exc.detail).split())
+    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    log.error("unhandled error", exc_info=exc)
+    return JSONResponse({"detail": f"internal error ({type(exc).__name__}); request id {request_id.get()}"},
+                        status_code=500)
+
+
+def create_app(settings: Settings | None = None, store: Store | None = None, *, migrate_db: bool = True) -> FastAPI:
+    """The API. Without a `store`, the configured database is opened (and migrated) at start-up."""
+    settings = service_settings(settings or Settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = app.state.store is None
+        if own:
+            app.state.store = open_store(settings)
+            if migrate_db:
+                migrate.upgrade(app.state.store)
+        _attach_metrics(app)
+        yield
+        if own:
+            app.state.store.dispose()
+
     app = FastAPI(
         title="NKI Grader",
-        version="0.1.0",
-        description="Draft rubric evaluations of NKI kernels from deterministic evidence. Drafts are never final.",
+        version="0.2.0",
+        description="Draft rubric evaluations of NKI kernels from deterministic evidence, durable jobs, "
+                    "human review and sign-off. Drafts are never final until signed off.",
+        lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.store = store
+    if store is not None:
+        _attach_metrics(app)
     app.add_exception_handler(RequestValidationError, _one_line_validation)  # type: ignore[arg-type]
-    app.include_router(router)
+    app.add_exception_handler(GraderError, _grader_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)
+    for router in (ops.router, evaluations.router, admin.router, routes.router):
+        app.include_router(router)
     # JSON encoding inflates text; allow headroom over the raw submission limit.
     app.add_middleware(BodySizeLimit, max_bytes=2 * settings.max_submission_bytes + 64 * 1024)
+    app.add_middleware(RequestContext)
     return app
+
+
+def _attach_metrics(app: FastAPI) -> None:
+    if getattr(app.state, "metrics", None) is None:
+        app.state.metrics, app.state.http_requests, app.state.http_duration = build_registry(app.state.store)

@@ -22,6 +22,10 @@ class EvaluationRequest(BaseModel):
 
 
 class ErrorBody(BaseModel):
+    """Every 4xx (and the rare 5xx) carries a one-line `detail`."""
+
+    model_config = ConfigDict(extra="allow")
+
     detail: str
 
 
@@ -30,3 +34,44 @@ class RubricSummary(BaseModel):
     version: str
     title: str
     criteria: list[str]
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100)
+    role: Literal["submitter", "reviewer", "lead", "admin"]
+
+
+class KeyView(BaseModel):
+    id: str
+    name: str
+    role: str
+    created_by: str
+    created_at: float
+    revoked_at: float | None
+
+
+class KeyCreated(KeyView):
+    token: str = Field(description="shown once; only its hash is stored")
+
+
+class AuditEntryView(BaseModel):
+    seq: int
+    at: str
+    actor: str
+    action: str
+    subject: str
+    data: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class AuditPage(BaseModel):
+    items: list[AuditEntryView]
+    next_after: int | None = Field(description="pass as `after` for the next page; null at the end")
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422, 429)
+}

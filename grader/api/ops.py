@@ -1,0 +1,73 @@
+"""Operations: liveness, readiness (database, migrations, sandbox), Prometheus metrics."""
+
+from __future__ import annotations
+
+import shutil
+
+from fastapi import APIRouter, Depends, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from grader.api.auth import public
+from grader.store import migrate
+
+router = APIRouter(tags=["operations"], dependencies=[Depends(public)])
+
+
+class Check(BaseModel):
+    ok: bool
+    detail: str
+
+
+class Readiness(BaseModel):
+    status: str  # ready | not_ready
+    checks: dict[str, Check]
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+def sandbox_status() -> Check:
+    """How submitted kernels are isolated (the sandbox package reports itself once it exists)."""
+    try:
+        from evidence.sandbox import status  # type: ignore[attr-defined]
+    except ImportError:
+        bwrap = shutil.which("bwrap")
+        return Check(ok=True, detail="simulation runs in a child process with rlimits and a timeout; "
+                     + (f"bubblewrap found at {bwrap}" if bwrap else "bubblewrap not installed"))
+    result = status()
+    return Check(ok=bool(getattr(result, "ok", True)), detail=str(getattr(result, "detail", result)))
+
+
+def _readiness(store) -> Readiness:  # type: ignore[no-untyped-def]
+    checks: dict[str, Check] = {}
+    try:
+        store.ping()
+        checks["database"] = Check(ok=True, detail=f"{store.dialect} reachable")
+        current, head = migrate.current_revision(store), migrate.head_revision()
+        checks["migrations"] = Check(ok=current == head, detail=f"at {current or 'none'}, head {head}")
+    except Exception as exc:  # noqa: BLE001 - readiness reports any database failure as not ready
+        checks["database"] = Check(ok=False, detail=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+    checks["sandbox"] = sandbox_status()
+    ok = all(c.ok for c in checks.values()) and "migrations" in checks
+    return Readiness(status="ready" if ok else "not_ready", checks=checks)
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+async def readyz(request: Request, response: Response) -> Readiness:
+    """Readiness: the database answers, its schema is current, and the sandbox status."""
+    result = await run_in_threadpool(_readiness, request.app.state.store)
+    if result.status != "ready":
+        response.status_code = 503
+    return result
+
+
+@router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics: jobs by state, evaluation latency, model calls and cost, HTTP requests."""
+    body = await run_in_threadpool(generate_latest, request.app.state.metrics)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,1 @@
+"""The grading service: durable jobs and workers, evaluations, review and sign-off."""

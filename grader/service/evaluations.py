@@ -1,0 +1,150 @@
+"""Evaluations as a service: submit (validate, store, enqueue), read, list the review queue, and the
+worker-side job that drafts. Callable from Python (the web pages) as well as from the HTTP routers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session
+
+from grader.draft import Draft
+from grader.evaluate import evaluate
+from grader.store.keys import Principal
+from grader.rubric import available_rubrics, load_rubric
+from grader.service import jobs, review
+from grader.service.epoch import grader_epoch
+from grader.service.errors import Invalid, NotFound
+from grader.service.views import Evaluation, EvaluationPage, EvaluationSummary, iso
+from grader.settings import Settings
+from grader.store.db import Store
+from grader.store.models import DraftRow, Job, ReviewRow, SignOff
+from grader.store.submissions import get_submission, put_submission
+from grader.submission import Limits, submission_from_upload
+
+KIND = "evaluation"
+QUEUE_STATES = ("queued", "running", "done", "failed", "needs_review", "signed_off")
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    rubric: str | None = None
+    drafter: str | None = None
+    model: str | None = None
+    samples: int | None = None
+    no_cache: bool = False
+
+
+def job_settings(base: Settings, params: dict[str, Any]) -> Settings:
+    overrides: dict[str, Any] = {k: params[k] for k in ("drafter", "model", "samples") if params.get(k)}
+    if params.get("no_cache"):
+        overrides["use_cache"] = False
+    return base.model_copy(update=overrides)
+
+
+def submit(store: Store, settings: Settings, principal: Principal, manifest: str | dict[str, Any],
+           files: dict[str, str], options: EvaluationOptions = EvaluationOptions(),
+           idempotency_key: str | None = None) -> tuple[Evaluation, bool]:
+    """Validate the upload (bad input raises a one-line SubmissionError), store it, queue a job."""
+    rubric_id = options.rubric or settings.rubric
+    if rubric_id not in available_rubrics():  # uploads may name shipped rubrics only, never paths
+        raise Invalid(f"unknown rubric {rubric_id!r}; available: {sorted(available_rubrics())}", field="rubric")
+    submission = submission_from_upload(manifest, files, Limits.from_settings(settings))
+    params = {"rubric": rubric_id, "drafter": options.drafter, "model": options.model,
+              "samples": options.samples, "no_cache": options.no_cache}
+    with store.write() as session:
+        sid = put_submission(session, submission)
+        job, created = jobs.enqueue(session, kind=KIND, params=params, submitted_by=principal.id,
+                                    max_attempts=settings.job_attempts, queue_max=settings.queue_max,
+                                    submission_id=sid, task_id=submission.manifest.task.id,
+                                    idempotency_key=idempotency_key)
+        return _view(session, job, full=False), created
+
+
+def run_evaluation_job(store: Store, settings: Settings, job: Job):  # type: ignore[no-untyped-def]
+    """Worker side: draft the stored submission; returns the recorder `jobs.finish` calls."""
+    with store.read() as session:
+        submission = get_submission(session, job.submission_id or "")
+    if submission is None:
+        raise NotFound(f"submission {job.submission_id} of job {job.id} is missing")
+    draft = evaluate(submission, rubric=load_rubric(job.params["rubric"]), settings=job_settings(settings, job.params))
+    text, epoch = draft.model_dump_json(), grader_epoch(draft)
+
+    def record(session: Session, held: Job) -> dict[str, Any]:
+        now = time.time()
+        session.add(DraftRow(job_id=held.id, draft_json=text, epoch=epoch, model_calls=len(draft.record.calls),
+                             cost_usd=draft.record.cost_usd or 0.0, latency_s=now - held.created_at, created_at=now))
+        return {"epoch": epoch, "drafter": draft.drafter.name}
+
+    return record
+
+
+def _visible(principal: Principal, job: Job | None) -> Job:
+    # Submitters see their own evaluations only; others' are reported as missing, not forbidden.
+    if job is None or job.kind != KIND or (not principal.may("reviewer") and job.submitted_by != principal.id):
+        raise NotFound("no such evaluation")
+    return job
+
+
+def get(store: Store, principal: Principal, evaluation_id: str) -> Evaluation:
+    with store.read() as session:
+        return _view(session, _visible(principal, session.get(Job, evaluation_id)), full=True)
+
+
+def get_draft(session: Session, job_id: str) -> tuple[Draft, str] | None:
+    row = session.get(DraftRow, job_id)
+    return None if row is None else (Draft.model_validate_json(row.draft_json), row.epoch)
+
+
+def _view(session: Session, job: Job, *, full: bool) -> Evaluation:
+    signed = session.get(SignOff, job.id)
+    review_state = None
+    if job.state == jobs.DONE:
+        reviewed = session.scalar(select(func.count()).select_from(ReviewRow).where(ReviewRow.job_id == job.id))
+        review_state = "signed_off" if signed else ("in_review" if reviewed else "pending")
+    view = Evaluation(
+        id=job.id, state=job.state, review_state=review_state, task_id=job.task_id, submission_id=job.submission_id,
+        submitted_by=job.submitted_by, attempts=job.attempts, max_attempts=job.max_attempts, worker=job.worker,
+        error=job.error, created_at=iso(job.created_at), started_at=iso(job.started_at),
+        finished_at=iso(job.finished_at))
+    if full and (found := get_draft(session, job.id)) is not None:
+        draft, epoch = found
+        view.draft, view.epoch = draft, epoch
+        view.reviews, view.criteria = review.history(session, job.id, draft)
+        view.sign_off = review.sign_off_view(signed)
+    return view
+
+
+def summary(view: Evaluation) -> EvaluationSummary:
+    return EvaluationSummary.model_validate(view.model_dump(include=set(EvaluationSummary.model_fields)))
+
+
+def list_queue(store: Store, principal: Principal, *, state: str | None = None, task: str | None = None,
+               reviewer: str | None = None, offset: int = 0, limit: int = 50) -> EvaluationPage:
+    """The review queue, oldest first. `state` is a job state or needs_review / signed_off;
+    `reviewer` keeps evaluations that key (id or name) has reviewed or signed off."""
+    if state is not None and state not in QUEUE_STATES:
+        raise Invalid(f"unknown state {state!r}; expected one of {', '.join(QUEUE_STATES)}", field="state")
+    signed = exists().where(SignOff.job_id == Job.id)
+    query = select(Job).where(Job.kind == KIND)
+    if state == "needs_review":
+        query = query.where(Job.state == jobs.DONE, ~signed)
+    elif state == "signed_off":
+        query = query.where(signed)
+    elif state is not None:
+        query = query.where(Job.state == state)
+    if task:
+        query = query.where(Job.task_id == task)
+    if reviewer:
+        authors = review.author_ids(store, reviewer)
+        query = query.where(exists().where(ReviewRow.job_id == Job.id, ReviewRow.author.in_(authors))
+                            | exists().where(SignOff.job_id == Job.id, SignOff.author.in_(authors)))
+    if not principal.may("reviewer"):
+        query = query.where(Job.submitted_by == principal.id)
+    with store.read() as session:
+        total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        rows = session.scalars(query.order_by(Job.created_at, Job.id).offset(offset).limit(limit))
+        items = [summary(_view(session, job, full=False)) for job in rows]
+    return EvaluationPage(items=items, total=total, offset=offset, limit=limit)

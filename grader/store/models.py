@@ -1,0 +1,133 @@
+"""The service's tables (SQLAlchemy 2 typed ORM). Times are UTC POSIX seconds (floats): portable across
+SQLite and PostgreSQL and cheap to compare for leases. Schema changes go through Alembic migrations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, str: String(255)}
+
+
+class Blob(Base):
+    """A file's bytes, addressed by their SHA-256: identical files are stored once."""
+
+    __tablename__ = "blobs"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class SubmissionRow(Base):
+    """A validated submission; its id is the hash of its manifest and files, so re-uploads deduplicate."""
+
+    __tablename__ = "submissions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[str]
+    manifest: Mapped[dict[str, Any]]
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class SubmissionFile(Base):
+    __tablename__ = "submission_files"
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
+    path: Mapped[str] = mapped_column(String(255), primary_key=True)
+    blob_sha256: Mapped[str] = mapped_column(ForeignKey("blobs.sha256"))
+
+
+class Job(Base):
+    """A durable unit of work (an evaluation, later calibration runs and audits) claimed by workers
+    under a lease. `attempts` counts claims; a lapsed lease re-queues the job until attempts run out."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("submitted_by", "idempotency_key", name="uq_jobs_idempotency"),
+        Index("ix_jobs_state_created", "state", "created_at"),
+    )
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))  # queued | running | done | failed
+    submission_id: Mapped[str | None] = mapped_column(ForeignKey("submissions.id"), index=True)
+    task_id: Mapped[str | None]
+    params: Mapped[dict[str, Any]]
+    submitted_by: Mapped[str]  # API key id (or "local" with auth off)
+    idempotency_key: Mapped[str | None]
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    worker: Mapped[str | None]
+    lease_until: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float)
+
+
+class DraftRow(Base):
+    """The one draft of a finished evaluation job (job_id is the key: a job yields a draft exactly once)."""
+
+    __tablename__ = "drafts"
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    draft_json: Mapped[str] = mapped_column(Text)
+    epoch: Mapped[str] = mapped_column(String(64))
+    model_calls: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    latency_s: Mapped[float] = mapped_column(Float)  # submission to finished draft
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class ReviewRow(Base):
+    """One reviewer decision on one criterion: accept (optionally acknowledging flags) or edit the score."""
+
+    __tablename__ = "reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    criterion_id: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(16))  # accept | edit
+    previous: Mapped[dict[str, Any]]  # {"status", "score"} before this decision
+    new: Mapped[dict[str, Any]]
+    reason: Mapped[str | None] = mapped_column(Text)
+    author: Mapped[str]
+    epoch: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class SignOff(Base):
+    __tablename__ = "sign_offs"
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    author: Mapped[str]
+    final: Mapped[dict[str, Any]]  # criterion id -> {"status", "score"}
+    comment: Mapped[str | None] = mapped_column(Text)
+    epoch: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class ApiKey(Base):
+    """An API key: only the SHA-256 of the token is stored; the token is shown once at creation."""
+
+    __tablename__ = "api_keys"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str]
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_by: Mapped[str]
+    created_at: Mapped[float] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float)
+
+
+class AuditEntry(Base):
+    """An append-only, hash-chained log entry. `seq` orders the chain and is not hashed, so a row
+    inserted by renumbering shows up as a broken link rather than as edits of every later row."""
+
+    __tablename__ = "audit_log"
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[str] = mapped_column(String(40))
+    actor: Mapped[str]
+    action: Mapped[str] = mapped_column(String(64))
+    subject: Mapped[str]
+    data: Mapped[str] = mapped_column(Text)  # canonical JSON, hashed as stored
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64), unique=True)
