@@ -51,6 +51,9 @@ def submit(store: Store, settings: Settings, principal: Principal, manifest: str
     rubric_id = options.rubric or settings.rubric
     if rubric_id not in available_rubrics():  # uploads may name shipped rubrics only, never paths
         raise Invalid(f"unknown rubric {rubric_id!r}; available: {sorted(available_rubrics())}", field="rubric")
+    if job_settings(settings, {"drafter": options.drafter, "model": options.model}).resolved_drafter() == "llm" \
+            and not (options.model or settings.model):
+        raise Invalid("the llm drafter needs a model: pass `model` or set GRADER_MODEL on the server", field="model")
     submission = submission_from_upload(manifest, files, Limits.from_settings(settings))
     params = {"rubric": rubric_id, "drafter": options.drafter, "model": options.model,
               "samples": options.samples, "no_cache": options.no_cache}

@@ -26,7 +26,7 @@ class SubmissionRow(Base):
     """A validated submission; its id is the hash of its manifest and files, so re-uploads deduplicate."""
 
     __tablename__ = "submissions"
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
     task_id: Mapped[str]
     manifest: Mapped[dict[str, Any]]
     created_at: Mapped[float] = mapped_column(Float)
@@ -34,7 +34,7 @@ class SubmissionRow(Base):
 
 class SubmissionFile(Base):
     __tablename__ = "submission_files"
-    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
+    submission_id: Mapped[str] = mapped_column(String(80), ForeignKey("submissions.id"), primary_key=True)
     path: Mapped[str] = mapped_column(String(255), primary_key=True)
     blob_sha256: Mapped[str] = mapped_column(ForeignKey("blobs.sha256"))
 
@@ -51,7 +51,7 @@ class Job(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     kind: Mapped[str] = mapped_column(String(32))
     state: Mapped[str] = mapped_column(String(16))  # queued | running | done | failed
-    submission_id: Mapped[str | None] = mapped_column(ForeignKey("submissions.id"), index=True)
+    submission_id: Mapped[str | None] = mapped_column(String(80), ForeignKey("submissions.id"), index=True)
     task_id: Mapped[str | None]
     params: Mapped[dict[str, Any]]
     submitted_by: Mapped[str]  # API key id (or "local" with auth off)

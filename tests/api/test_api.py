@@ -1,8 +1,10 @@
-"""The HTTP API through TestClient: same drafts as the CLI, clear 4xx errors, keeps serving."""
+"""The HTTP API through TestClient (auth off, embedded SQLite, an in-thread worker): same drafts as
+the CLI, clear 4xx errors, keeps serving. The service's own tests are in tests/service."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,13 +13,24 @@ from typer.testing import CliRunner
 
 from grader.api.app import create_app
 from grader.cli import app as cli_app
+from grader.service.worker import Worker
 from grader.settings import Settings
 from tests.conftest import EXAMPLE_NAMES, EXAMPLES
 
 
+def local_app(tmp: Path, **settings: object):
+    return create_app(Settings(data_dir=tmp, auth="off", **settings))
+
+
 @pytest.fixture(scope="module")
-def client():
-    return TestClient(create_app(Settings()))
+def client(tmp_path_factory):
+    with TestClient(local_app(tmp_path_factory.mktemp("api"))) as c:
+        w = Worker(c.app.state.store, c.app.state.settings, poll_s=0.05)
+        thread = threading.Thread(target=w.run, daemon=True)
+        thread.start()
+        yield c
+        w.stop.set()
+        thread.join(30)
 
 
 def upload(folder: Path) -> dict:
@@ -42,11 +55,11 @@ def test_rubrics(client):
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_api_draft_equals_cli_draft(client, name):
-    response = client.post("/v1/evaluations", json=upload(EXAMPLES / name))
+    response = client.post("/v1/evaluations?wait=60", json=upload(EXAMPLES / name))
     assert response.status_code == 200, response.text
     cli = CliRunner().invoke(cli_app, ["evaluate", str(EXAMPLES / name), "--format", "json"])
     assert cli.exit_code == 0
-    assert response.json() == json.loads(cli.stdout)
+    assert response.json()["draft"] == json.loads(cli.stdout)
 
 
 def test_manifest_as_json_object_is_accepted(client):
@@ -54,7 +67,7 @@ def test_manifest_as_json_object_is_accepted(client):
     import tomllib
 
     body["manifest"] = tomllib.loads(body["manifest"])
-    assert client.post("/v1/evaluations", json=body).status_code == 200
+    assert client.post("/v1/evaluations", json=body).status_code == 202
 
 
 @pytest.mark.parametrize(
@@ -77,8 +90,8 @@ def test_bad_uploads_get_clear_4xx(client, mutate, status, detail):
     assert client.get("/healthz").status_code == 200  # still serving
 
 
-def test_oversize_file_is_413():
-    client = TestClient(create_app(Settings(max_file_bytes=10_000)))
+def test_oversize_file_is_413(tmp_path):
+    client = TestClient(local_app(tmp_path, max_file_bytes=10_000))
     body = upload(EXAMPLES / "matmul-tiled")
     body["files"]["kernel.py"] += "# pad\n" * 3000
     response = client.post("/v1/evaluations", json=body)
@@ -86,8 +99,8 @@ def test_oversize_file_is_413():
     assert response.json()["detail"].startswith("kernel.py: ")
 
 
-def test_oversize_body_is_413_before_parsing():
-    client = TestClient(create_app(Settings(max_submission_bytes=50_000)))
+def test_oversize_body_is_413_before_parsing(tmp_path):
+    client = TestClient(local_app(tmp_path, max_submission_bytes=50_000))
     response = client.post("/v1/evaluations", content=b"{" + b" " * 300_000 + b"}",
                            headers={"content-type": "application/json"})
     assert response.status_code == 413

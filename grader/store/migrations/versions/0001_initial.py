@@ -45,7 +45,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('sha256')
     )
     op.create_table('submissions',
-    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('id', sa.String(length=80), nullable=False),
     sa.Column('task_id', sa.String(length=255), nullable=False),
     sa.Column('manifest', sa.JSON(), nullable=False),
     sa.Column('created_at', sa.Float(), nullable=False),
@@ -55,7 +55,7 @@ def upgrade() -> None:
     sa.Column('id', sa.String(length=32), nullable=False),
     sa.Column('kind', sa.String(length=32), nullable=False),
     sa.Column('state', sa.String(length=16), nullable=False),
-    sa.Column('submission_id', sa.String(length=64), nullable=True),
+    sa.Column('submission_id', sa.String(length=80), nullable=True),
     sa.Column('task_id', sa.String(length=255), nullable=True),
     sa.Column('params', sa.JSON(), nullable=False),
     sa.Column('submitted_by', sa.String(length=255), nullable=False),
@@ -75,7 +75,7 @@ def upgrade() -> None:
     op.create_index('ix_jobs_state_created', 'jobs', ['state', 'created_at'], unique=False)
     op.create_index(op.f('ix_jobs_submission_id'), 'jobs', ['submission_id'], unique=False)
     op.create_table('submission_files',
-    sa.Column('submission_id', sa.String(length=64), nullable=False),
+    sa.Column('submission_id', sa.String(length=80), nullable=False),
     sa.Column('path', sa.String(length=255), nullable=False),
     sa.Column('blob_sha256', sa.String(length=64), nullable=False),
     sa.ForeignKeyConstraint(['blob_sha256'], ['blobs.sha256'], ),
