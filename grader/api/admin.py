@@ -18,7 +18,7 @@ router = APIRouter(tags=["admin"], responses=ERRORS)
 @router.get("/v1/audit-log", response_model=AuditPage)
 async def audit_page(
     request: Request,
-    after: int = Query(0, ge=0, le=2**62, description="the last seq already seen"),
+    after: int = Query(0, ge=0, le=2**31 - 1, description="the last seq already seen"),
     limit: int = Query(100, ge=1, le=1000),
     subject: str | None = Query(None, max_length=255, description="e.g. job:<id> or key:<id>"),
     _: Principal = Depends(require("lead")),
