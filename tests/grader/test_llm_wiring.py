@@ -13,10 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from grader.api.app import create_app
 from grader.cli import app
-from grader.settings import Settings
-from tests.api.test_api import upload
+from grader.service.worker import Worker
+from tests.api.test_api import local_app, upload
 from tests.conftest import EXAMPLES
 from tests.fakes.openai_server import FakeOpenAIServer, verdict
 
@@ -53,12 +52,15 @@ def test_cli_llm_drafter(server, tmp_path):
     assert len(server.requests) == 2 * len(scored)  # k samples per applicable criterion, no cache
 
 
-def test_api_llm_drafter(server):
-    client = TestClient(create_app(Settings(api_base=server.base_url, use_cache=False)))
+def test_api_llm_drafter(server, tmp_path):
     body = upload(EXAMPLES / "softmax-ragged-defect") | {"drafter": "llm", "model": "openai/fake-judge"}
-    response = client.post("/v1/evaluations", json=body)
-    assert response.status_code == 200, response.text
-    draft = response.json()
+    with TestClient(local_app(tmp_path, api_base=server.base_url, use_cache=False)) as client:
+        response = client.post("/v1/evaluations", json=body)
+        assert response.status_code == 202, response.text
+        Worker(client.app.state.store, client.app.state.settings).run(max_jobs=1)  # the queued job, here
+        response = client.get(response.headers["location"])
+    assert response.json()["state"] == "done", response.text
+    draft = response.json()["draft"]
     correctness = next(c for c in draft["criteria"] if c["criterion_id"] == "kernel_correctness")
     # The model's 3 breaks the rubric's cap (output mismatch): kept as drafted, flagged for a human.
     assert correctness["score"] == 3
