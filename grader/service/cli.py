@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Optional
 
 import typer
@@ -26,6 +28,17 @@ def _fail(message: str, code: int = 2) -> None:
 
 def _db_error(exc: SQLAlchemyError) -> str:
     return f"database: {str(getattr(exc, 'orig', None) or exc).splitlines()[0]}"
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Bad input, a bad database URL or an unreachable database: one line on stderr, exit 2."""
+    try:
+        yield
+    except GraderError as exc:
+        _fail(exc.one_line())
+    except SQLAlchemyError as exc:
+        _fail(_db_error(exc))
 
 
 def _open(migrate_schema: bool, **overrides: object):  # type: ignore[no-untyped-def]
@@ -66,14 +79,8 @@ def serve(
     from grader.service.logs import configure_logging
     from grader.service.supervisor import WorkerPool
 
-    try:
+    with _one_line_errors():
         settings, store = _open(True, workers=workers, database_url=database_url)
-    except GraderError as exc:
-        _fail(exc.one_line())
-        return
-    except SQLAlchemyError as exc:
-        _fail(_db_error(exc))
-        return
     if settings.auth == "off" and not is_loopback(host):
         _fail(f"GRADER_AUTH=off is for local single-user use; refusing to bind to the non-loopback address {host}")
     configure_logging()
@@ -100,11 +107,8 @@ def worker(
     from grader.service.logs import configure_logging
     from grader.service.worker import Worker
 
-    try:
+    with _one_line_errors():
         settings, store = _open(False)
-    except (GraderError, SQLAlchemyError) as exc:
-        _fail(exc.one_line() if isinstance(exc, GraderError) else _db_error(exc))
-        return
     configure_logging()
     w = Worker(store, settings, parent_pid=parent)
     w.install_signal_handlers()
@@ -120,15 +124,9 @@ def keys_create(
     """Create an API key; prints the token (shown once) on stdout, the key id on stderr."""
     from grader.store.keys import create_key
 
-    try:
+    with _one_line_errors():
         _, store = _open(True)
         key, token = create_key(store, name=name, role=role)
-    except GraderError as exc:
-        _fail(exc.one_line())
-        return
-    except SQLAlchemyError as exc:
-        _fail(_db_error(exc))
-        return
     err.print(f"created key {key.id} ({key.name}, {key.role}); the token below is shown once", highlight=False)
     typer.echo(token)
 
@@ -138,12 +136,9 @@ def keys_revoke(key: str = typer.Argument(..., help="key id or name")) -> None:
     """Revoke a key (by id, or by name when one live key has it)."""
     from grader.store.keys import revoke_key
 
-    try:
+    with _one_line_errors():
         _, store = _open(True)
         row = revoke_key(store, key)
-    except GraderError as exc:
-        _fail(exc.one_line())
-        return
     typer.echo(f"revoked key {row.id} ({row.name}, {row.role})")
 
 
@@ -152,7 +147,8 @@ def keys_list() -> None:
     """List keys (never their tokens)."""
     from grader.store.keys import list_keys
 
-    _, store = _open(True)
+    with _one_line_errors():
+        _, store = _open(True)
     for k in list_keys(store):
         typer.echo(f"{k.id}\t{k.role}\t{k.name}\t{'revoked' if k.revoked_at else 'live'}")
 
@@ -162,12 +158,10 @@ def db_upgrade(database_url: Optional[str] = typer.Option(None, "--database-url"
     """Apply pending migrations (also run by `grader serve` at start-up)."""
     from grader.service.config import database_url as resolve_url
 
-    try:
-        settings, _ = _open(True, database_url=database_url)
-    except (GraderError, SQLAlchemyError) as exc:
-        _fail(exc.one_line() if isinstance(exc, GraderError) else _db_error(exc))
-        return
     from grader.store.migrate import head_revision
+
+    with _one_line_errors():
+        settings, _ = _open(True, database_url=database_url)
 
     typer.echo(f"database at {head_revision()}: {resolve_url(settings)}")
 
@@ -177,13 +171,10 @@ def log_verify() -> None:
     """Walk the audit log's hash chain; exit 1 naming the first modified, inserted or removed entry."""
     from grader.store.audit_log import verify
 
-    try:
+    with _one_line_errors():
         _, store = _open(False)
         with store.read() as session:
             report = verify(session)
-    except (GraderError, SQLAlchemyError) as exc:
-        _fail(exc.one_line() if isinstance(exc, GraderError) else _db_error(exc))
-        return
     if not report.ok:
         _fail(f"audit log broken: {report.problem}", code=1)
     typer.echo(f"audit log intact: {report.entries} entries, head {report.head}")
