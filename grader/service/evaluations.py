@@ -15,7 +15,8 @@ from grader.evaluate import evaluate
 from grader.store.keys import Principal
 from grader.rubric import available_rubrics, load_rubric
 from grader.service import jobs, review
-from grader.service.epoch import grader_epoch
+from grader.consistency.epochs import calibration_epoch
+from grader.service.runs import run_store
 from grader.service.errors import Invalid, NotFound
 from grader.service.views import Evaluation, EvaluationPage, EvaluationSummary, iso
 from grader.settings import Settings
@@ -72,8 +73,10 @@ def run_evaluation_job(store: Store, settings: Settings, job: Job):  # type: ign
         submission = get_submission(session, job.submission_id or "")
     if submission is None:
         raise NotFound(f"submission {job.submission_id} of job {job.id} is missing")
-    draft = evaluate(submission, rubric=load_rubric(job.params["rubric"]), settings=job_settings(settings, job.params))
-    text, epoch = draft.model_dump_json(), grader_epoch(draft)
+    settings = job_settings(settings, job.params)
+    rubric = load_rubric(job.params["rubric"])
+    draft = evaluate(submission, rubric=rubric, settings=settings, store=run_store(store, settings))
+    text, epoch = draft.model_dump_json(), calibration_epoch(rubric, settings).hash
 
     def record(session: Session, held: Job) -> dict[str, Any]:
         now = time.time()

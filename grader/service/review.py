@@ -27,16 +27,31 @@ def _flag_blockers(c: CriterionDraft, _failed_gates: set[str]) -> list[str]:
     return [f"flagged {f.code}: {f.message}" for f in c.flags if f.code in BLOCKING_FLAGS]
 
 
+def _consistency_blockers(c: CriterionDraft, _failed_gates: set[str]) -> list[str]:
+    check = c.consistency
+    if check is None:
+        return []
+    out = []
+    if check.far_from_gold and not any(f.code == "far_from_gold" for f in c.flags):
+        out.append("far_from_gold: the score is two or more levels from the gold of the nearest calibration items")
+    if check.calibration.startswith("failed"):
+        out.append(f"calibration {check.calibration}")
+    return out
+
+
 def _gate_blockers(c: CriterionDraft, failed_gates: set[str]) -> list[str]:
-    return [f"the grader failed its calibration gate for {c.criterion_id} in this epoch"] if c.criterion_id in failed_gates else []
+    if c.criterion_id not in failed_gates or (c.consistency and c.consistency.calibration.startswith("failed")):
+        return []
+    return [f"the grader failed its calibration gate for {c.criterion_id} in this epoch (a run newer than the draft)"]
 
 
 # Each check names why a criterion cannot be signed off unacknowledged; add checks here.
-BLOCKER_CHECKS: list[Callable[[CriterionDraft, set[str]], list[str]]] = [_flag_blockers, _gate_blockers]
+BLOCKER_CHECKS: list[Callable[[CriterionDraft, set[str]], list[str]]] = [_flag_blockers, _consistency_blockers,
+                                                                         _gate_blockers]
 
 
 def failed_calibration_gates(session: Session, epoch: str) -> set[str]:
-    """Criteria whose calibration gates failed for this grader epoch (none until calibration runs are stored)."""
+    """Criteria whose gates failed in the newest calibration run of this epoch (none until runs are in the database)."""
     return set()
 
 

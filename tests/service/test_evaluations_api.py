@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
@@ -122,18 +124,34 @@ def test_a_failing_job_reports_a_one_line_reason_without_retrying(store, setting
     assert refused.status_code == 422 and refused.json()["detail"].startswith("model: the llm drafter needs a model")
 
 
-def test_flagged_criteria_need_an_acknowledgement_before_sign_off(client, callers, worker, store):
+def _contradicts(c: dict) -> None:  # as a model score that broke an evidence cap is flagged
+    c["flags"].append(Flag(code="contradicts_evidence", message="score 5 above cap 2").model_dump())
+
+
+def _consistency(**fields: object):  # type: ignore[no-untyped-def]
+    def apply(c: dict) -> None:  # as the consistency check sets it from a calibration run
+        c["consistency"] = {"calibration": "calibrated", "calibrated": True, "epoch": "epoch:x",
+                            "needs_full_review": True, **fields}
+    return apply
+
+
+@pytest.mark.parametrize(("mark", "blocker"), [
+    (_contradicts, "flagged contradicts_evidence: score 5 above cap 2"),
+    (_consistency(far_from_gold=True), "far_from_gold: the score is two or more levels from the gold"),
+    (_consistency(calibration="failed gate: qwk 0.41 < 0.70", calibrated=False), "calibration failed gate: qwk 0.41"),
+])
+def test_flagged_criteria_need_an_acknowledgement_before_sign_off(client, callers, worker, store, mark, blocker):
     sub, rev, rev2 = callers["submitter"], callers["reviewer"], callers["reviewer2"]
     r = client.post("/v1/evaluations?wait=60", json=upload(), headers=sub.headers)
     eid = r.json()["id"]
-    with store.write() as s:  # as a model draft whose score broke an evidence cap would be flagged
+    with store.write() as s:
         row = s.get(DraftRow, eid)
         draft = json.loads(row.draft_json)
-        draft["criteria"][0]["flags"].append(Flag(code="contradicts_evidence", message="score 5 above cap 2").model_dump())
+        mark(draft["criteria"][0])
         row.draft_json = json.dumps(draft)
     crit = draft["criteria"][0]["criterion_id"]
     state = client.get(f"/v1/evaluations/{eid}", headers=rev.headers).json()
-    assert state["criteria"][0]["blockers"] == ["flagged contradicts_evidence: score 5 above cap 2"]
+    assert len(state["criteria"][0]["blockers"]) == 1 and state["criteria"][0]["blockers"][0].startswith(blocker)
     blocked = client.post(f"/v1/evaluations/{eid}/sign-off", headers=rev2.headers)
     assert blocked.status_code == 409 and crit in blocked.json()["detail"]
     bare = client.post(f"/v1/evaluations/{eid}/reviews", headers=rev.headers,
