@@ -65,8 +65,25 @@ def call(name: str, args: tuple, kwargs: dict):
     if op.execute is not None and not st.trace_only:
         st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
         st.read_direct = False
+        if st.pipeline.jobs and not op.concurrent:
+            _settle(st, c)
         op.execute(st, c)
     return c.result
+
+
+def _settle(st, c: Call) -> None:
+    """Wait for the pending TensorE jobs an instruction's tiles depend on (evidence.nki.pipeline):
+    their writers for what it reads, writers and readers for what it writes or might write."""
+    reads = {t.alloc for t in c.ins}
+    writes = set()
+    for x in (c.out, c.result, *c.p.values()):
+        for t in (x if isinstance(x, (tuple, list)) else (x,)):
+            if getattr(t, "alloc", None) is not None:  # a tile (tensor sits above this module)
+                writes.add(t.alloc)
+    for t in (c.out, c.result):
+        if getattr(t, "alloc", None) is not None:
+            reads.discard(t.alloc)
+    st.pipeline.settle(reads=reads - writes, writes=writes)
 
 
 _NAMES: dict = {}

@@ -19,6 +19,7 @@ from evidence.nki.errors import EvidenceError, KernelError, SimulationError
 from evidence.nki.host_access import InputDigests, check_outputs
 from evidence.nki.loader import LOADED_FILES, shim_imports
 from evidence.nki.ops import OPS
+from evidence.nki.pipeline import default_workers, single_threaded_blas
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
 from evidence.nki.tensor import Alloc, Tensor
@@ -122,7 +123,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     fname = func.__code__.co_filename
     files = dict(LOADED_FILES)
     files.setdefault(fname, func.__globals__.get("__nki_display__") or os.path.basename(fname))
-    st = _state.State(target, trace_only, files, OPS, keep_trace)
+    st = _state.State(target, trace_only, files, OPS, keep_trace, default_workers())
     st.kernel_codes = {func.__code__}
     mutable = _mutable_params(func)
     names = list(inspect.signature(func).parameters)
@@ -134,12 +135,16 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     prev = _state.set_current(st)
     ret = None
     try:
-        with shim_imports(), np.errstate(all="ignore"):  # NaN/Inf are data here, not warnings
-            for pid in (np.ndindex(*grid) if grid else [()]):
-                st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
-                st.reset_path()
-                ret = func(*wrapped, **wkw)
-                st.sample_peaks()
+        # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
+        with shim_imports(), np.errstate(all="ignore"), single_threaded_blas():
+            try:
+                for pid in (np.ndindex(*grid) if grid else [()]):
+                    st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
+                    st.reset_path()
+                    ret = func(*wrapped, **wkw)
+                    st.sample_peaks()
+            finally:
+                st.pipeline.drain()
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
         check_outputs(st, returned, params, _is_tensor, site)
         digests.check(st, params, st.params_written, site)

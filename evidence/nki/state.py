@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evidence.nki.errors import SimulationError
+from evidence.nki.pipeline import Pipeline
 from evidence.nki.trace import Recorder
 
 SBUF_USABLE_BYTES = {"trn1": 180224, "inf2": 180224, "trn2": 212984}
@@ -40,11 +41,12 @@ class LoopFrame:
 
 class State:
     def __init__(self, target: str, trace_only: bool, kernel_files: dict[str, str], ops: dict,
-                 keep_trace: bool = True):
+                 keep_trace: bool = True, workers: int = 0):
         if target not in SBUF_USABLE_BYTES:
             raise ValueError(f"unknown target {target!r}; expected one of {sorted(SBUF_USABLE_BYTES)}")
         self.target = target
         self.ops = ops  # op name -> Op (evidence.nki.ops.OPS): what dispatch.call looks names up in
+        self.pipeline = Pipeline(0 if trace_only else workers)  # TensorE jobs on worker threads
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions

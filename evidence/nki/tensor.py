@@ -15,16 +15,32 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki import dispatch, undefined
+from evidence.nki import dispatch, strided, undefined
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
 ONCHIP = ("sbuf", "psum")
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
+
+
+_LAZY_BYTES = 4 << 20
+
+
+def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """Zeros whose pages the OS maps on first touch, at 4 KiB granularity: an anonymous mmap for large
+    arrays (numpy's own large allocations ask for 2 MiB huge pages, which would make a sparsely written
+    block-dimension tensor resident almost whole)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < _LAZY_BYTES:
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
 def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
@@ -34,7 +50,8 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
-                 "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "__weakref__")
+                 "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
+                 "unwritten", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -52,10 +69,21 @@ class Alloc:
         self.site = (None, 0)  # kernel file:line that created it (HBM tensors)
         self.state = st
         self.uid = st.new_alloc_id()  # stable id of this allocation in the trace (dependencies, liveness)
+        self.writer = None  # the pending pipeline job writing this allocation (evidence.nki.pipeline)
+        self.readers: list = []  # pending pipeline jobs reading it
+        tracked = uninit and buffer in ONCHIP and not st.trace_only
         if data is None:
-            data = _dummy(shape, dt) if st.trace_only else dtypes.fill_uninitialised(shape, dt)
+            if st.trace_only:
+                data = _dummy(shape, dt)
+            elif tracked:
+                # Zero pages the OS maps lazily: a large block-dimension tensor costs memory only for the
+                # blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`, via wmask).
+                data = lazy_zeros(shape, dtypes.storage(dt))
+            else:
+                data = dtypes.fill_uninitialised(shape, dt)
         self.data = data
-        self.wmask = np.zeros(shape, dtype=bool) if uninit and buffer in ONCHIP and not st.trace_only else None
+        self.wmask = lazy_zeros(shape, bool) if tracked else None
+        self.unwritten = data.size if tracked else 0  # elements wmask still holds False for (None: recount)
         self.held = 0
         if buffer in ONCHIP:
             per_part = dtypes.itemsize(dt)
@@ -176,22 +204,29 @@ class Tensor(HostAccessGuard):
     # --- reading and writing (used by op rules) ------------------------------------------
     def read(self, mask: np.ndarray | None = None) -> np.ndarray:
         """The values of this view as an array (a view when possible); reports uninitialised reads."""
+        if self.alloc.writer is not None:  # a pending TensorE job still writes it
+            self.alloc.state.pipeline.settle(reads=(self.alloc,))
         if self.adv is None:
+            data = self.data
             if self.wmask is not None and self.alloc.wmask is not None:
-                self._check_init(self.wmask, mask)
+                if self._check_init(self.wmask, mask):
+                    data = undefined.fill(data, self.wmask)
             elif self.stamp is not None and self.alloc.param < 0:
                 self._check_init(self.stamp >= 0, mask)
             if self.alloc.origin is not None:
                 undefined.inherit(self.alloc)
-            return self.data
+            return data
         parent, idx, m, _ = self.locate(mask)
+        data = parent.data[idx]
         if parent.wmask is not None and parent.alloc.wmask is not None:
-            self._check_init(parent.wmask[idx], m)
+            written = parent.wmask[idx]
+            if self._check_init(written, m):
+                data = undefined.fill(data, written)
         elif parent.stamp is not None and parent.alloc.param < 0:
             self._check_init(parent.stamp[idx] >= 0, m)
         if parent.alloc.origin is not None:
             undefined.inherit(parent.alloc)
-        return parent.data[idx].reshape(self.shape)
+        return data.reshape(self.shape)
 
     def locate(self, mask=None):
         """An advanced access as (parent, index arrays, mask or None, grid shape), all in grid space.
@@ -205,14 +240,16 @@ class Tensor(HostAccessGuard):
             m = full_mask(mask, self.shape).reshape(grid)
         return parent, _clip_masked(idx, parent.shape, m, grid), m, grid
 
-    def _check_init(self, written: np.ndarray, mask) -> None:
-        """Record a read of undefined elements (within `mask`) as this instruction's origin."""
+    def _check_init(self, written: np.ndarray, mask) -> bool:
+        """Record a read of undefined elements (within `mask`) as this instruction's origin; True if any."""
         ok = written if mask is None else (written | ~full_mask(mask, written.shape))
-        if not ok.all():
-            st = self.alloc.state
-            if not st.read_direct:  # the instruction's own undefined read names it, over inherited origins
-                st.read_direct = True
-                st.read_origin = st.where()
+        if ok.all():
+            return False
+        st = self.alloc.state
+        if not st.read_direct:  # the instruction's own undefined read names it, over inherited origins
+            st.read_direct = True
+            st.read_origin = st.where()
+        return True
 
     def write(self, value: np.ndarray, mask: np.ndarray | None = None, accumulate: bool = False) -> None:
         """Store `value` (already shaped like this view) into the allocation, only where `mask`.
@@ -220,6 +257,8 @@ class Tensor(HostAccessGuard):
         `accumulate` marks read-modify-write stores (DMA with dst_rmw_op), which iterations may share.
         """
         st = self.alloc.state
+        if self.alloc.writer is not None or self.alloc.readers:  # pending TensorE jobs use it
+            st.pipeline.settle(writes=(self.alloc,))
         if st.read_origin is not None:
             undefined.taint(st, self, value, mask)
         elif mask is None and self.alloc.origin is not None and self.size == self.alloc.data.size:
@@ -232,8 +271,9 @@ class Tensor(HostAccessGuard):
                 value = np.broadcast_to(value, grid)[m]
             if not st.trace_only:
                 parent.data[idx] = dtypes.cast(value, self.dtype)
-            if parent.wmask is not None:
+            if parent.wmask is not None and parent.alloc.wmask is not None:
                 parent.wmask[idx] = True
+                parent.alloc.unwritten = None  # duplicate indices: recount
                 _settle(parent.alloc)
             if parent.stamp is not None:
                 _stamp(st, parent.alloc, parent.stamp, idx, None, accumulate)
@@ -245,11 +285,17 @@ class Tensor(HostAccessGuard):
             else:
                 np.copyto(self.data, v, where=fit_mask(mask, self.shape), casting="unsafe")
         if self.wmask is not None and self.alloc.wmask is not None:
+            alloc = self.alloc
             if mask is None:
+                fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
                 self.wmask[...] = True
             else:
-                self.wmask[...] |= fit_mask(mask, self.shape)
-            _settle(self.alloc)
+                m = full_mask(mask, self.shape)
+                fresh_ = np.count_nonzero(m & ~self.wmask)
+                self.wmask[...] |= m
+            if alloc.unwritten is not None:
+                alloc.unwritten -= int(fresh_)
+            _settle(alloc)
         if self.stamp is not None:
             _stamp(st, self.alloc, self.stamp, ..., mask, accumulate)
 
@@ -305,7 +351,11 @@ class Tensor(HostAccessGuard):
 
 def _settle(alloc: Alloc) -> None:
     """Stop tracking initialisation once every element of the allocation was written."""
-    if alloc.wmask is not None and alloc.wmask.all():
+    if alloc.wmask is None:
+        return
+    if alloc.unwritten is None:  # after writes through index grids that may repeat elements
+        alloc.unwritten = alloc.wmask.size - int(np.count_nonzero(alloc.wmask))
+    if alloc.unwritten <= 0:
         alloc.wmask = None
 
 
@@ -379,7 +429,9 @@ def index(t: Tensor, key) -> Tensor:
     adv = False
     basic = False
     comps = []
+    forms = []  # the affine forms index expressions carry (strided.plan), None where unknown
     for k in key:
+        forms.append(k.form if isinstance(k, IndexExpr) else None)
         if isinstance(k, IndexExpr):
             if not k.lifted and nd > 1:
                 raise _state.current().error(
@@ -409,11 +461,11 @@ def index(t: Tensor, key) -> Tensor:
                 "err_unsupported_mixing_basic_advanced_tensor_indexing",
                 f"subscript of {t!r} mixes slices with arange/mgrid indices; use index grids on every axis",
             )
-        return _advanced(t, comps)
+        return _advanced(t, comps, forms)
     return _basic(t, tuple(comps))
 
 
-def _advanced(t: Tensor, comps: list) -> Tensor:
+def _advanced(t: Tensor, comps: list, forms: list | None = None) -> Tensor:
     arrays = [c for c in comps if isinstance(c, np.ndarray)]
     if len(arrays) > 1 and any(a.ndim == 1 for a in arrays) and any(a.ndim > 1 for a in arrays):
         comps = [c[:, None] if isinstance(c, np.ndarray) and c.ndim == 1 else c for c in comps]
@@ -430,20 +482,34 @@ def _advanced(t: Tensor, comps: list) -> Tensor:
     if rest:  # un-indexed trailing axes become explicit grids, so indices, masks and values share one shape
         nb, r = len(np.broadcast_shapes(*[np.shape(c) for c in comps])), len(rest)
         comps = [c.reshape(c.shape + (1,) * r) if isinstance(c, np.ndarray) else c for c in comps]
+        forms = list(forms or [None] * len(comps))
         for i, d in enumerate(rest):
             grid = [1] * (nb + r)
             grid[nb + i] = d
             comps.append(np.arange(d, dtype=np.int64).reshape(grid))
+            forms.append((0, ((nb + i, 1),) if d > 1 else ()))
     grid = np.broadcast_shapes(*[np.shape(c) for c in comps])
     # A grid of higher rank than the subscript (e.g. `ix, iw, iy = nl.mgrid[0:128, 0:1, 0:F]` used as
     # a[ix, iy]) leaves unit axes no position uses: the tile drops them, keeping the partition axis.
-    shape = list(grid)
+    shape, kept = list(grid), list(range(len(grid)))
     while len(shape) > len(comps):
         units = [i for i in range(1, len(shape)) if shape[i] == 1]
         if not units:
             break
-        del shape[units[-1]]
-    v = Tensor(t.alloc, None, tuple(shape), 0, adv=(t, tuple(comps), grid))
+        del shape[units[-1]], kept[units[-1]]
+    affine = strided.plan(comps, t.shape, grid, forms) if t.data is not None else None
+    if affine is not None:  # arange/mgrid expressions address memory at fixed strides: a view, not a gather
+        dropped = tuple(i for i in range(len(grid)) if i not in kept)
+
+        def sub(a):
+            if a is None:
+                return None
+            v = strided.view(a, affine, grid)
+            return np.squeeze(v, axis=dropped) if dropped else v
+
+        v = Tensor(t.alloc, sub(t.data), tuple(shape), 0, sub(t.wmask), sub(t.stamp), sub(t.lmask))
+    else:
+        v = Tensor(t.alloc, None, tuple(shape), 0, adv=(t, tuple(comps), grid))
     v.block = t.block + _block_ints(comps, t.shape, t.pdim)
     return v
 

@@ -19,6 +19,17 @@ from evidence.nki.indexing import full_mask
 _HBM = ("hbm", "shared_hbm", "private_hbm")
 
 
+def fill(values: np.ndarray, written: np.ndarray) -> np.ndarray:
+    """`values` with its never-written elements as NaN (integers: the sentinel): on-chip memory is
+    allocated as lazy zero pages, so what a read of undefined data returns is made explicit here."""
+    kind = values.dtype.kind
+    if kind in "iu":
+        return np.where(written, values, np.asarray(dtypes.INT_SENTINEL, dtype=values.dtype))
+    if kind == "b":
+        return values
+    return np.where(written, values, np.asarray(np.nan, dtype=values.dtype))
+
+
 def inherit(alloc) -> None:
     """A read of values derived from undefined data: the instruction inherits their origin."""
     st = alloc.state

@@ -27,6 +27,9 @@ class Op:
     check: Callable[..., Call]
     execute: Callable[[object, Call], None] | None
     cost: Callable[[object, Call], float] | None
+    # True: the execute rule orders itself against pending TensorE jobs (evidence.nki.pipeline), so
+    # dispatch does not wait for the jobs touching the instruction's tiles before calling it
+    concurrent: bool = False
 
 
 def table(*ops: Op) -> dict[str, Op]:
@@ -175,6 +178,7 @@ def set_result(t: Tensor, arr: np.ndarray, mask: np.ndarray | None = None) -> No
         t.valid = np.broadcast_to(m, t.shape)
         if not t.valid.all():
             alloc.wmask = t.wmask = np.array(t.valid)
+            alloc.unwritten = t.valid.size - int(np.count_nonzero(t.valid))
     out = dtypes.cast(arr, t.dtype)
     if not out.flags.writeable or out.base is not None and not out.flags.owndata:
         out = np.array(out, dtype=dtypes.storage(t.dtype))

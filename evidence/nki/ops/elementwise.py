@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evidence.nki import dtypes
+from evidence.nki import dtypes, undefined
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import MaskExpr, full_mask
 from evidence.nki.ops.base import (
@@ -313,6 +313,9 @@ def check_inplace(st, t, o, opname):
 def exec_inplace(st, c: Call) -> None:
     t, o, fn = c.out, c.p["o"], c.p["fn"]
     is_tile = isinstance(o, Tensor)
+    if c.op == "psum_accumulate" and _accumulate_job(st, t, o):
+        return
+    st.pipeline.settle(reads=(o.alloc,) if is_tile else (), writes=(t.alloc,))
     valid = o.valid if is_tile else None  # elements a masked instruction did not produce stay as they are
     if is_tile and o.shape != t.shape and same_elements(o, t):  # e.g. a [M, a*b] matmul into a [M, a, b] tile
         other = f32(o).reshape(t.shape)
@@ -328,6 +331,26 @@ def exec_inplace(st, c: Call) -> None:
         t.write(np.broadcast_to(fn(f32(t), other), t.shape), valid)
     if is_tile:
         o.fresh = False
+
+
+def _accumulate_job(st, t: Tensor, o: Tensor) -> bool:
+    """PSUM accumulation of a matmul result as a pipeline job, in program order behind the matmul
+    that produces `o` and the earlier accumulations into `t`. False when it must run here."""
+    if (o.valid is not None or o.adv is not None or t.adv is not None or t.alloc.wmask is not None
+            or t.stamp is not None or t.data.dtype != np.float32 or not same_elements(o, t)):
+        return False
+    if o.alloc.origin is not None:  # what reading `o` would record (it is a fresh, fully defined result)
+        undefined.inherit(o.alloc)
+    if st.read_origin is not None and t.alloc.origin is None:
+        t.alloc.origin = st.read_origin  # undefined operand values now live in the accumulator
+    acc, part = t.data, o.data.reshape(t.shape)
+
+    def job() -> None:
+        np.add(acc, part, out=acc)
+
+    st.pipeline.run(job, reads=(o.alloc,), writes=(t.alloc,))
+    o.fresh = False
+    return True
 
 
 def check_tensor_copy_predicated(st, *, src, dst, predicate, reverse_pred=False, mask=None, dtype=None, **_):
@@ -454,7 +477,7 @@ OPS = table(
     Op("nisa.reciprocal", check_isa_reciprocal, unary("reciprocal").execute, lambda st, c: max(MIN_II, 8 * free_size(c.out.shape))),
     Op("where", check_where, exec_where, cost_two_inputs),
     Op("nisa.affine_select", check_affine_select, exec_affine_select, cost_gpsimd),
-    Op("iadd", check_iadd, exec_inplace, cost_two_inputs),
+    Op("iadd", check_iadd, exec_inplace, cost_two_inputs, concurrent=True),
     Op("inplace", check_inplace, exec_inplace, cost_two_inputs),
     Op("nisa.tensor_copy_predicated", check_tensor_copy_predicated, exec_tensor_copy_predicated, cost_stream),
     Op("dropout", check_dropout, exec_dropout, cost_stream),

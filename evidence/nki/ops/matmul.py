@@ -112,6 +112,10 @@ def _operand_masks(c: Call) -> None:
 
 def exec_matmul(st, c: Call) -> None:
     x, y = c.ins
+    if not (c.p.get("double_row") or c.mask is not None or "xv" in c.p or x.valid is not None or y.valid is not None):
+        _matmul_job(st, c, x, y)
+        return
+    st.pipeline.settle(reads=(x.alloc, y.alloc), writes=(c.out.alloc,))
     if c.p.get("double_row"):
         r = np.einsum("kjm,kjn->mn", f32(x, x.valid), f32(y, y.valid), optimize=True)
         set_result(c.out, r.astype(np.float32), c.mask)
@@ -125,6 +129,25 @@ def exec_matmul(st, c: Call) -> None:
     r = a.T @ b  # fp32 products and fp32 accumulation, as in PSUM
     r.shape = c.out.shape  # in place: the result owns its data, so set_result need not copy it
     set_result(c.out, r, c.mask)
+
+
+def _matmul_job(st, c: Call, x, y) -> None:
+    """An unmasked matmul: operands read (and undefined reads recorded) now, the products computed by
+    a pipeline job into the result's storage, allocated here so the kernel can index it at once."""
+    xv, yv = x.read(), y.read()
+    out = c.out
+    buf = np.empty(out.shape, np.float32)
+    out.alloc.data = out.data = buf
+    out.alloc.origin = st.read_origin
+    transpose_x, kx, ky = c.p["transpose_x"], x.shape[0], y.shape[0]
+
+    def job() -> None:
+        a = dtypes.to_f32(xv).reshape(kx, -1)
+        a = a if transpose_x else a.T  # stationary [K, M]
+        b = dtypes.to_f32(yv).reshape(ky, -1)
+        np.matmul(a.T, b, out=buf.reshape(a.shape[1], b.shape[1]))  # fp32 products and accumulation, as in PSUM
+
+    st.pipeline.run(job, reads=(x.alloc, y.alloc), writes=(out.alloc,))
 
 
 def cost_matmul(st, c: Call) -> float:
@@ -173,8 +196,8 @@ def exec_transpose(st, c: Call) -> None:
 
 
 OPS = table(
-    Op("nisa.nc_matmul", check_nc_matmul, exec_matmul, cost_matmul),
-    Op("matmul", check_matmul, exec_matmul, cost_matmul),
+    Op("nisa.nc_matmul", check_nc_matmul, exec_matmul, cost_matmul, concurrent=True),
+    Op("matmul", check_matmul, exec_matmul, cost_matmul, concurrent=True),
     Op("transpose", check_transpose, exec_transpose, lambda st, c: max(c.ins[0].shape[0], min(64, c.ins[0].shape[1]))),
     Op("nisa.nc_transpose", check_nc_transpose, exec_transpose,
        lambda st, c: max(c.ins[0].shape[0], min(64, free_size(c.ins[0].shape))) if c.engine == "tensor" else max(MIN_II, free_size(c.ins[0].shape))),

@@ -1,0 +1,128 @@
+"""TensorE work overlapping the kernel's Python: matmuls and PSUM accumulation on worker threads.
+
+Trainium's engines run concurrently, synchronised by data dependencies. The simulator models
+that for its heaviest work: a matmul (and the PSUM accumulation that consumes it) is checked,
+traced and planned in program order on the simulating thread, then its numpy work runs on a
+worker thread (numpy releases the GIL in BLAS) while the kernel's Python goes on, so independent
+`affine_range` iterations and SPMD instances compute on several cores at once.
+
+Determinism: hazards are tracked per allocation. A job waits for the earlier job that wrote any
+allocation it reads or writes, and for earlier readers of any allocation it writes; everything
+else the simulator does runs in program order and first waits for the jobs touching what it uses
+(`settle`). So every element gets the same writes in the same order as a serial run, and results,
+trace and findings do not depend on timing. Jobs hold numpy arrays only, never tensors or
+allocations, so on-chip liveness (SBUF/PSUM peaks, the trace's release points) stays the kernel's.
+BLAS runs single-threaded inside a simulation: the tiles are small, and the workers supply the
+parallelism.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from threadpoolctl import ThreadpoolController
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_blas: ThreadpoolController | None = None
+
+
+def default_workers() -> int:
+    """Worker threads: `NKI_SIM_WORKERS` when set (0: everything inline), else the cores this process
+    may use (one core: no workers)."""
+    env = os.environ.get("NKI_SIM_WORKERS", "").strip()
+    if env.isdigit():
+        return min(int(env), 16)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return min(cores, 8) if cores > 1 else 0
+
+
+def _shared_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None or _pool._max_workers < workers:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore")
+        return _pool
+
+
+def single_threaded_blas():
+    """A context that pins BLAS to one thread (threadpoolctl; the controller is built once)."""
+    global _blas
+    with _lock:
+        if _blas is None:
+            _blas = ThreadpoolController()
+    return _blas.limit(limits=1, user_api="blas")
+
+
+def _run(fn, deps: list[Future]) -> None:
+    for d in deps:
+        d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
+    fn()
+
+
+class Pipeline:
+    """The jobs of one simulation and the hazards they hold on allocations (`Alloc.writer`/`readers`)."""
+
+    def __init__(self, workers: int) -> None:
+        self.pool = _shared_pool(workers) if workers > 0 else None
+        self.jobs: list[Future] = []
+
+    def run(self, fn, reads=(), writes=()) -> None:
+        """Run `fn` (numpy work on arrays only) after the jobs it depends on, on a worker when there are any."""
+        if self.pool is None:
+            self.settle(reads, writes)
+            fn()
+            return
+        deps = [a.writer for a in (*reads, *writes) if a.writer is not None]
+        for a in writes:
+            deps.extend(a.readers)
+        try:
+            job = self.pool.submit(_run, fn, deps)
+        except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
+            self.pool = None
+            self.settle(reads, writes)
+            fn()
+            return
+        self.jobs.append(job)
+        for a in writes:
+            a.writer, a.readers = job, []
+        for a in reads:
+            readers = a.readers
+            if len(readers) > 16:
+                readers[:] = [r for r in readers if not r.done()]
+            readers.append(job)
+        if len(self.jobs) > 256:  # bound the memory pending results hold
+            self.jobs[0].result()
+            self.jobs = [j for j in self.jobs if not j.done()]
+
+    def settle(self, reads=(), writes=()) -> None:
+        """Before the simulating thread uses allocations: wait for their writers (and, to write, readers)."""
+        for a in reads:
+            if a.writer is not None:
+                a.writer.result()
+                a.writer = None
+        for a in writes:
+            if a.writer is not None:
+                a.writer.result()
+                a.writer = None
+            if a.readers:
+                for r in a.readers:
+                    r.result()
+                a.readers = []
+
+    def drain(self) -> None:
+        """Wait for every job; the first failure (in program order) is raised."""
+        jobs, self.jobs = self.jobs, []
+        error = None
+        for j in jobs:
+            try:
+                j.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after every job finished
+                error = error or exc
+        if error is not None:
+            raise error

@@ -1,0 +1,116 @@
+"""Affine index grids as strided views: `x[i * 128 + nl.arange(128)[:, None], nl.arange(512)[None, :]]`.
+
+Compiler-style kernels index every tile with `nl.arange`/`nl.mgrid` expressions. Each index of
+such a subscript is an affine function of the grid axes (`start + sum(step_g * i_g)`), so the
+elements it addresses lie at fixed strides in memory: a numpy strided view serves the access with
+no gather and no copy, and writes through it land in place. A subscript is served this way when
+every index is affine, in range (an out-of-range index needs the op's mask, so it stays a lazy
+gather), and no two grid points address the same element (a view must not alias itself).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+# Per array axis: (start index, ((grid axis, step), ...)).
+Plan = tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
+
+
+def _affine(a: np.ndarray, grid: tuple[int, ...]) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+    """`a` (broadcastable to `grid`) as start + sum(step_g * i_g), or None when it is not affine."""
+    shift = len(grid) - a.ndim
+    flat = a.reshape(-1)
+    start = int(flat[0])
+    varying = [g for g, n in enumerate(a.shape) if n > 1]
+    if not varying:
+        return start, ()
+    if len(varying) == 1:  # an open-grid index (arange lifted to one axis): an arithmetic progression?
+        step = int(flat[1]) - start
+        if step == 0 or not np.array_equal(flat, np.arange(start, start + step * flat.size, step)):
+            return None
+        return start, ((varying[0] + shift, step),)
+    steps = []
+    expected = np.full((1,) * a.ndim, start, dtype=np.int64)
+    for g in varying:
+        probe = [0] * a.ndim
+        probe[g] = 1
+        step = int(a[tuple(probe)]) - start
+        steps.append((g + shift, step))
+        shape = [1] * a.ndim
+        shape[g] = a.shape[g]
+        expected = expected + step * np.arange(a.shape[g], dtype=np.int64).reshape(shape)
+    if not np.array_equal(np.broadcast_to(expected, a.shape), a):
+        return None
+    return start, tuple(steps)
+
+
+def plan(comps, dims: tuple[int, ...], grid: tuple[int, ...], forms=None) -> Plan | None:
+    """The affine form of every index of a subscript into an array of shape `dims`, or None.
+
+    `forms` (optional, per index) are the forms the index expressions carried (indexing.IndexExpr),
+    with axes counted from the left of each index array; the others are found by scanning."""
+    out = []
+    for i, (c, n) in enumerate(zip(comps, dims)):
+        if isinstance(c, np.ndarray):
+            known = forms[i] if forms is not None and i < len(forms) else None
+            if known is not None:
+                shift = len(grid) - c.ndim
+                form = (known[0], tuple((g + shift, s) for g, s in known[1]))
+            else:
+                form = _affine(c, grid)
+            if form is None:
+                return None
+            start, steps = form
+            sizes = {g: grid[g] for g, _ in steps}
+            lo = start + sum(min(0, s * (sizes[g] - 1)) for g, s in steps)
+            hi = start + sum(max(0, s * (sizes[g] - 1)) for g, s in steps)
+            if lo < 0 or hi >= n:
+                return None  # out of range: only a mask makes it legal, resolved per instruction
+            out.append((start, steps))
+        else:
+            out.append((int(c) % n, ()))
+    axes = [g for _, steps in out for g, _ in steps]
+    simple = len(axes) == len(set(axes)) and all(len(steps) <= 1 for _, steps in out)
+    if not (simple and all(grid[g] == 1 or g in axes for g in range(len(grid)))) and not _injective(out, dims, grid):
+        return None
+    return tuple(out)
+
+
+def _injective(p, dims: tuple[int, ...], grid: tuple[int, ...]) -> bool:
+    """No two grid points address one element: with the grid axes sorted by their (row-major) element
+    stride, each stride exceeds the span of all smaller ones (a sufficient condition)."""
+    row = np.cumprod((1,) + tuple(reversed(dims[1:])))[::-1] if dims else ()
+    strides = [0] * len(grid)
+    for (_, steps), r in zip(p, row):
+        for g, s in steps:
+            strides[g] += s * int(r)
+    axes = sorted((abs(s), grid[g]) for g, s in enumerate(strides) if grid[g] > 1)
+    span = 0
+    for stride, n in axes:
+        if stride <= span:
+            return False
+        span += stride * (n - 1)
+    return True
+
+
+def view(arr: np.ndarray, p: Plan, grid: tuple[int, ...]) -> np.ndarray:
+    """The strided view of `arr` a plan addresses, shaped like the grid (writable when `arr` is)."""
+    used = [steps[0][0] for _, steps in p if len(steps) == 1]
+    if len(used) == sum(1 for _, steps in p if steps) and used == sorted(set(used)):
+        # each index walks its own grid axis, in axis order: plain slicing, then unit axes for the grid
+        key = []
+        for start, steps in p:
+            if not steps:
+                key.append(start)
+                continue
+            g, s = steps[0]
+            stop = start + s * grid[g]
+            key.append(slice(start, stop if stop >= 0 else None, s))
+        return arr[tuple(key)].reshape(grid)
+    start = arr[tuple(s for s, _ in p) + (Ellipsis,)]
+    strides = [0] * len(grid)
+    for (_, steps), axis_stride in zip(p, arr.strides):
+        for g, s in steps:
+            strides[g] += s * axis_stride
+    return as_strided(start, shape=grid, strides=strides, writeable=arr.flags.writeable)

@@ -1,0 +1,176 @@
+"""Speed machinery that must not change results: TensorE jobs on worker threads, index grids as
+strided views, lazily allocated block dimensions."""
+
+from __future__ import annotations
+
+import numpy as np
+import psutil
+import pytest
+
+from evidence.nki import simulate
+from evidence.nki import strided
+from evidence.nki.pipeline import default_workers
+
+from .conftest import run_source
+
+MATMULS = """
+    def kernel(lhsT, rhs):
+        K, M = lhsT.shape
+        _, N = rhs.shape
+        out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+        stat = nl.ndarray((K // 128, nl.par_dim(128), M), dtype=lhsT.dtype)
+        for k in nl.affine_range(K // 128):
+            stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
+        for n in nl.affine_range(N // 256):
+            mov = nl.ndarray((128, 256), dtype=rhs.dtype)
+            acc = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                mov[...] = nl.load(rhs[k * 128:(k + 1) * 128, n * 256:(n + 1) * 256])  # rewritten: WAR hazard
+                acc += nisa.nc_matmul(stat[k], mov)
+            part = nisa.nc_matmul(stat[0], mov)  # read later than the accumulation: a fresh result
+            res = nl.add(nl.copy(acc), part)
+            nl.store(out[:, n * 256:(n + 1) * 256], value=res)
+        return out
+"""
+
+
+def _reference(lhsT, rhs):
+    a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
+    out = a.T @ b
+    for n in range(rhs.shape[1] // 256):
+        out[:, n * 256:(n + 1) * 256] += a[:128].T @ b[-128:, n * 256:(n + 1) * 256]
+    return out
+
+
+@pytest.fixture
+def operands():
+    rng = np.random.default_rng(7)
+    return rng.standard_normal((512, 128), dtype=np.float32), rng.standard_normal((512, 1024), dtype=np.float32)
+
+
+def test_worker_threads_give_the_serial_results_trace_and_report(monkeypatch, operands):
+    runs = {}
+    for workers in ("0", "3"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        sim, _ = run_source(MATMULS, "kernel", *operands)
+        runs[workers] = sim
+    serial, threaded = runs["0"], runs["3"]
+    assert np.array_equal(serial.outputs[0], threaded.outputs[0])  # bit for bit
+    assert serial.report.model_dump() == threaded.report.model_dump()
+    assert serial.trace == threaded.trace
+    # liveness is the kernel's, not the pending jobs': acc, a matmul result and last iteration's `part`
+    assert serial.report.psum_peak_banks == 3
+    np.testing.assert_allclose(threaded.outputs[0], _reference(*operands), rtol=1e-4, atol=1e-3)
+
+
+def test_errors_with_jobs_in_flight_surface_and_leave_nothing_running(monkeypatch, operands):
+    monkeypatch.setenv("NKI_SIM_WORKERS", "2")
+    body = MATMULS.replace("        return out", "        bad = nl.ndarray((256, 8), dtype=nl.float32)\n        return out")
+    with pytest.raises(Exception) as info:
+        run_source(body, "kernel", *operands)
+    assert getattr(info.value, "code", "") == "err_num_partition_exceed_arch_limit"
+    sim, _ = run_source(MATMULS, "kernel", *operands)  # the next simulation is unaffected
+    np.testing.assert_allclose(sim.outputs[0], _reference(*operands), rtol=1e-4, atol=1e-3)
+
+
+def test_worker_count_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("NKI_SIM_WORKERS", "0")
+    assert default_workers() == 0
+    monkeypatch.setenv("NKI_SIM_WORKERS", "3")
+    assert default_workers() == 3
+
+
+def test_affine_index_grids_become_strided_views_and_others_stay_gathers():
+    grid = (128, 64)
+    rows = 5 * 128 + np.arange(128).reshape(128, 1)
+    cols = 2 * np.arange(64).reshape(1, 64) + 1
+    base = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256)
+    p = strided.plan([rows, cols], base.shape, grid)
+    v = strided.view(base, p, grid)
+    assert np.shares_memory(v, base) and np.array_equal(v, base[rows, cols])
+    v[3, 4] = -1.0  # writes land in place
+    assert base[5 * 128 + 3, 9] == -1.0
+    transposed = strided.plan([np.arange(64).reshape(1, 64), np.arange(128).reshape(128, 1)], base.shape, grid)
+    assert np.array_equal(strided.view(base, transposed, grid), base[:64, :128].T)
+    assert strided.plan([rows + 512, cols], base.shape, grid) is None  # out of range: a mask decides
+    window = np.arange(64).reshape(1, 64, 1) + np.arange(3).reshape(1, 1, 3)  # pooling windows overlap
+    assert strided.plan([np.arange(128).reshape(128, 1, 1), window], base.shape, (128, 64, 3)) is None
+    squares = (np.arange(64) ** 2).reshape(1, 64)  # not affine
+    assert strided.plan([np.arange(128).reshape(128, 1), squares], base.shape, grid) is None
+
+
+def test_compiler_style_subscripts_read_and_write_through_views():
+    body = """
+        def kernel(a):
+            rows, cols = a.shape
+            out = nl.ndarray((rows, cols), dtype=a.dtype, buffer=nl.shared_hbm)
+            buf = nl.ndarray((rows // 128, nl.par_dim(128), cols), dtype=a.dtype)
+            for i in nl.affine_range(rows // 128):
+                buf[i, nl.arange(128)[:, None], nl.arange(cols)[None, :]] = nl.load(
+                    a[i * 128 + nl.arange(128)[:, None], nl.arange(cols)[None, :]])
+            for i in nl.affine_range(rows // 128):
+                t = nl.multiply(buf[i, nl.arange(128)[:, None], nl.arange(cols)[None, :]], 2.0)
+                nl.store(out[i * 128 + nl.arange(128)[:, None], nl.arange(cols)[None, :]], value=t)
+            return out
+    """
+    a = np.random.default_rng(0).standard_normal((384, 96)).astype(np.float32)
+    sim, _ = run_source(body, "kernel", a)
+    np.testing.assert_array_equal(sim.outputs[0], 2 * a)
+    assert {f.code for f in sim.report.findings} == {"block_dimensions_deprecated"}
+
+
+def test_block_dimension_tensors_cost_memory_only_for_the_blocks_written():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+            big = nl.ndarray((12, 32, 5, nl.par_dim(128), 1024), dtype=nl.float32)  # 1 GiB if allocated whole
+            big[3, 7, 2] = nl.load(a)
+            big[11, 0, 4] = nl.exp(big[3, 7, 2])
+            nl.store(out, value=nl.add(big[3, 7, 2], big[11, 0, 4]))
+            return out
+    """
+    a = np.random.default_rng(0).standard_normal((128, 1024)).astype(np.float32)
+    before = psutil.Process().memory_info().rss
+    sim, _ = run_source(body, "kernel", a)
+    grown = psutil.Process().memory_info().rss - before
+    np.testing.assert_allclose(sim.outputs[0], a + np.exp(a), rtol=1e-6)
+    assert grown < 256 * 2**20, f"RSS grew by {grown / 2**20:.0f} MiB"
+
+
+def test_reading_a_never_written_block_is_undefined_data():
+    body = """
+        def kernel(a):
+            out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            big = nl.ndarray((4, nl.par_dim(128), 64), dtype=nl.float32)
+            big[0] = nl.load(a)
+            nl.store(out, value=nl.add(big[0], big[2]))  # <- block 2 never written
+            return out
+    """
+    a = np.ones((128, 64), np.float32)
+    sim, src = run_source(body, "kernel", a)
+    assert np.isnan(sim.outputs[0]).all()  # lazily zero-paged memory still reads as undefined (NaN)
+    codes = {f.code for f in sim.report.findings}
+    assert "uninitialized_read" in codes
+
+
+def test_affine_forms_of_index_expressions_match_their_values():
+    """The form an index expression carries (used instead of scanning its values) is exact."""
+    from evidence.nki.indexing import arange, mgrid
+
+    ip, iq, ir = mgrid[0:4, 3:9:2, 0:5]
+    exprs = [
+        arange(128)[:, None] + 3, 7 * arange(2, 64, 3)[None, :] - 1, 5 - arange(10)[:, None] * 2,
+        arange(8)[:, None] * 4 + arange(16)[None, :], ip * 5 + ir, iq - ip + 2, -(iq * 3), 2 * (ip + 1) + iq,
+        arange(6)[None, :, None] + arange(6)[:, None, None] * 6, (arange(4)[:, None] + 1) * 3 - arange(3)[None, :],
+    ]
+    for e in exprs:
+        start, steps = e.form
+        expected = np.full(e.a.shape, start, dtype=np.int64)
+        for g, s in steps:
+            shape = [1] * e.a.ndim
+            shape[g] = e.a.shape[g]
+            expected = expected + s * np.arange(e.a.shape[g]).reshape(shape)
+        assert np.array_equal(np.broadcast_to(expected, e.a.shape), e.a), e
+    assert (arange(8)[:, None] * arange(8)[None, :]).form is None  # not affine
+    assert (arange(8)[:, None] % 3).form is None
+    assert arange(8)[2:].form is None  # a sub-slice: the values are scanned instead
