@@ -20,6 +20,9 @@ class PsumAccumulateNotInplace(Rule):
     accumulation group). The other spellings give the same numbers but lower to a separate
     VectorE add per step, reading and writing PSUM each time (REFERENCE §3.5, §5.4).
 
+    Labels: `accumulator` = psum | sbuf | unknown (an SBUF accumulator evicts every partial product
+    from PSUM as well).
+
     Fix: allocate the accumulator once with `nl.zeros(..., buffer=nl.psum)` outside the K loop
     and write `acc += nisa.nc_matmul(...)` (or `acc[...] += ...`).
     """
@@ -44,9 +47,11 @@ class PsumAccumulateNotInplace(Rule):
         if not _has_matmul(self.ctx, a.value_node):
             return
         t = a.target_value
-        where = "PSUM " if isinstance(t, Tensor) and t.buffer == "psum" else ""
+        buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
+        where = {"psum": "PSUM ", "sbuf": "an SBUF accumulator "}.get(buffer, "")
+        # An SBUF accumulator also evicts every partial product from PSUM (a PSUM read per matmul).
         self.report(a.node, f"matmul accumulated into {where}'{a.target}' by re-assignment instead of '+='",
-                    metrics={"extra_vector_adds_per_step": 1})
+                    metrics={"extra_vector_adds_per_step": 1}, labels={"accumulator": buffer})
 
 
 def _has_matmul(ctx, node: cst.BaseExpression) -> bool:
