@@ -88,6 +88,8 @@ def free_axis_deps(ctx, node) -> frozenset[int] | None:
         src = b.node if b is not None else None
         if isinstance(src, cst.Call) and ctx.ev.api_name(src.func) in ("nl.load", "nl.load_transpose2d") and src.args:
             node = src.args[0].value
+        elif isinstance(src, cst.Subscript):  # a view of an on-chip buffer: `moving = rhs_sb[:, n * 128:...]`
+            node = src
         else:
             return None
     if not isinstance(node, cst.Subscript):
@@ -95,6 +97,8 @@ def free_axis_deps(ctx, node) -> frozenset[int] | None:
     base = ctx.value(node.value)
     pdim = base.pdim if isinstance(base, Tensor) else 0
     deps: frozenset[int] = frozenset()
-    for el in node.slice[pdim + 1:]:
-        deps |= ctx.deps(el.slice)[0]
+    # Block dimensions (before the partition axis) count too: `rhs_sb[n]` walks column blocks of the operand.
+    for i, el in enumerate(node.slice):
+        if i != pdim:
+            deps |= ctx.deps(el.slice)[0]
     return deps

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
 from evidence.static.rulekit import MOVING_FMAX, STATIONARY_FMAX, free_axis_deps, matmul_operands
 
@@ -24,7 +24,10 @@ def k(lhsT, rhs):
 
 class MatmulUnderfilled(Rule):
     """Flags matmuls whose moving free size is under 512 (or stationary free size under 128)
-    while a loop walks that same axis in smaller chunks, so larger tiles were possible.
+    while a loop walks that same axis in smaller chunks, so larger tiles were possible: through
+    HBM slices, views of an on-chip buffer (`rhs_sb[:, n * 128:(n + 1) * 128]`) or the block
+    dimension of one (`rhs_sb[n]`). A loop that also indexes the other operand walks K, not the
+    free axis.
 
     A matmul costs about max(min(64, M), N) TensorE cycles plus fixed overhead; a moving tile of
     128 instead of 512 columns pays the overhead four times and leaves the PSUM bank a quarter
@@ -35,7 +38,9 @@ class MatmulUnderfilled(Rule):
     """
 
     id = "matmul-underfilled"
+    version = "2"
     severity = Severity.medium
+    dialects = (BETA, STANDALONE)
     VALID = [
         Valid(_KERNEL.format(trips=2, n=512), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 1024), "bfloat16")}),
         Valid(_KERNEL.format(trips=1, n=256), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 256), "bfloat16")}),
@@ -48,13 +53,33 @@ class MatmulUnderfilled(Rule):
     INVALID = [
         Invalid(_KERNEL.format(trips=8, n=128), inputs={"lhsT": ((128, 256), "bfloat16"), "rhs": ((128, 1024), "bfloat16")},
                 line=12),
+        # operands kept on chip; the n loop walks 128-wide column views of the moving buffer
+        Invalid("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+                "@nki.jit\ndef k(lhsT, rhs):\n    a = nl.load(lhsT)\n    b = nl.load(rhs)\n"
+                "    for n in nl.affine_range(8):\n        acc = nl.zeros((128, 128), nl.float32, buffer=nl.psum)\n"
+                "        mv = b[:, n * 128:(n + 1) * 128]\n        acc += nisa.nc_matmul(a, mv)\n",
+                inputs={"lhsT": ((128, 128), "bfloat16"), "rhs": ((128, 1024), "bfloat16")}, line=11),
+        # the loop walks the block dimension of a [NB, 128, 128] buffer of column blocks
+        Invalid("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+                "@nki.jit\ndef k(lhsT, rhs):\n    a = nl.load(lhsT)\n"
+                "    b = nl.ndarray((8, nl.par_dim(128), 128), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+                "    for n in nl.affine_range(8):\n        b[n] = nl.load(rhs[:, n * 128:(n + 1) * 128])\n"
+                "    for n in nl.affine_range(8):\n        acc = nl.zeros((128, 128), nl.float32, buffer=nl.psum)\n"
+                "        acc += nisa.nc_matmul(a, b[n])\n",
+                inputs={"lhsT": ((128, 128), "bfloat16"), "rhs": ((128, 1024), "bfloat16")}, line=12),
+        Invalid("import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
+                "@nki.jit\ndef k(lhsT, rhs):\n    a = nl.load(lhsT)\n    b = nl.load(rhs)\n"
+                "    for n in nl.affine_range(8):\n        acc = nl.ndarray((128, 128), nl.float32, buffer=nl.psum)\n"
+                "        nisa.nc_matmul(acc, a, b[:, n * 128:(n + 1) * 128])\n",
+                inputs={"lhsT": ((128, 128), "bfloat16"), "rhs": ((128, 1024), "bfloat16")}, line=10),
     ]
 
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ("nl.matmul", "nisa.nc_matmul"):
             return
-        s_node = call.arg(0, "stationary" if call.name == "nisa.nc_matmul" else "x")
-        m_node = call.arg(1, "moving" if call.name == "nisa.nc_matmul" else "y")
+        shift = 1 if call.name == "nisa.nc_matmul" and self.ctx.dialect.dialect == STANDALONE else 0  # dst first
+        s_node = call.arg(shift, "stationary" if call.name == "nisa.nc_matmul" else "x")
+        m_node = call.arg(shift + 1, "moving" if call.name == "nisa.nc_matmul" else "y")
         _, _, _, m, _, n = matmul_operands(self.ctx, call)
         s_deps = self.ctx.deps(s_node)[0]
         m_deps = self.ctx.deps(m_node)[0]
