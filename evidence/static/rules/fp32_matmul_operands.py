@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo, FunctionInfo
@@ -21,11 +23,16 @@ class Fp32MatmulOperands(Rule):
     states no tolerance on an fp32 output is compared at the fp32 default, so there the finding is
     only a low-severity performance note on the author's accuracy choice.
 
+    A ones-vector matmul (one operand filled with ones by `nl.ones`/`nl.full(..., 1)`/`memset`) is a
+    cross-partition reduction of the other operand: keeping fp32 partial sums fp32 there is the
+    precision a faithful port needs, not a wasted rate, so it is not flagged.
+
     Fix: load or cast the operands to bfloat16 (or tf32/fp8) before the matmul; keep fp32 for
     the PSUM accumulator and the statistics.
     """
 
     id = "fp32-matmul-operands"
+    version = "2"
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [
@@ -33,6 +40,11 @@ class Fp32MatmulOperands(Rule):
               inputs={"a": ((128, 128), "bfloat16"), "b": ((128, 512), "bfloat16")}),
         Valid("def k(a, b):\n    x = nl.load(a, dtype=nl.bfloat16)\n    y = nl.load(b, dtype=nl.bfloat16)\n"
               "    c = nisa.nc_matmul(x, y)\n", inputs={"a": ((128, 128), "float32"), "b": ((128, 512), "float32")}),
+        # a ones-vector matmul summing fp32 partial sums across partitions
+        Valid("@nki.jit\ndef k(a):\n    ones = nl.ones((128, 1), dtype=nl.float32)\n    x = nl.load(a)\n"
+              "    s = nisa.nc_matmul(ones, x)\n", inputs={"a": ((128, 512), "float32")}),
+        Valid("@nki.jit\ndef k(a):\n    ones = nl.full((128, 128), 1.0, dtype=nl.float32)\n    x = nl.load(a)\n"
+              "    s = nl.matmul(x, ones[:, 0:1], transpose_x=True)\n", inputs={"a": ((128, 512), "float32")}),
     ]
     INVALID = [
         Invalid("@nki.jit\ndef k(a, b):\n    x = nl.load(a)\n    y = nl.load(b)\n    c = nisa.nc_matmul(x, y)\n",
@@ -47,9 +59,29 @@ class Fp32MatmulOperands(Rule):
         if call.name not in ("nl.matmul", "nisa.nc_matmul") or self.ctx.options.get("fp32_required"):
             return
         s, m, *_ = matmul_operands(self.ctx, call)
+        if any(self._is_ones(a.value) for a in call.node.args):  # a ones-vector reduction
+            return
         dtypes = [t.dtype or "?" for t in (s, m) if t is not None]
         if "float32" in dtypes:  # judged at the end of the function, once its output dtype is known
             self._pending.setdefault(id(call.function), []).append((call, dtypes))
+
+    def _is_ones(self, node: cst.BaseExpression) -> bool:
+        """An operand filled with ones: `nl.ones(...)`, `nl.full(..., 1.0)` (or a view of one)."""
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        if isinstance(node, cst.Name):
+            b = self.ctx.lookup(node.value)
+            node = b.node if b is not None else None
+        if not isinstance(node, cst.Call):
+            return False
+        name = self.ctx.ev.api_name(node.func)
+        if name in ("nl.ones", "nl.ones_like"):
+            return True
+        if name == "nl.full":
+            fill = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "fill_value"),
+                        node.args[1].value if len(node.args) > 1 and node.args[1].keyword is None else None)
+            return self.ctx.value(fill) in (1, 1.0)
+        return False
 
     def _output_dtype(self, function: FunctionInfo) -> str | None:
         """dtype of the function's HBM output allocation; else the common dtype of the tensor inputs."""
