@@ -18,6 +18,24 @@ class FindingModel(BaseModel):
     severity: str = "medium"
 
 
+class LineStat(BaseModel):
+    """What the instructions issued from one kernel line did, summed over every execution of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str | None
+    line: int
+    engine: str  # of the line's first instruction
+    instructions: int  # compute instructions (not DMAs)
+    partitions_mean: float
+    partitions_min: int
+    free_elements_mean: float  # elements per partition per compute instruction
+    tiny_instructions: int  # compute instructions on <= 4 elements per partition
+    dma_count: int
+    dma_bytes: int
+    redundant_hbm_read_bytes: int
+
+
 class Report(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -41,6 +59,9 @@ class Report(BaseModel):
     redundant_hbm_read_bytes: int
     matmul_flops: int
     partition_utilisation: float  # mean active partitions / 128 over compute instructions
+    free_elements_mean: float = 0.0  # mean elements per partition per compute instruction
+    tiny_instr_count: int = 0  # compute instructions on <= 4 elements per partition
+    lines: tuple[LineStat, ...] = ()  # per kernel line, in source order
     sbuf_peak_bytes_per_partition: int
     sbuf_usable_bytes_per_partition: int
     psum_peak_banks: int
@@ -84,6 +105,9 @@ def build_report(st: State) -> Report:
         redundant_hbm_read_bytes=st.redundant_bytes,
         matmul_flops=agg.flops,
         partition_utilisation=round(agg.partition_sum / (128 * agg.compute_instr), 6) if agg.compute_instr else 0.0,
+        free_elements_mean=round(agg.free_sum / agg.compute_instr, 3) if agg.compute_instr else 0.0,
+        tiny_instr_count=agg.tiny_instr,
+        lines=_line_stats(agg.lines),
         sbuf_peak_bytes_per_partition=st.sbuf_peak,
         sbuf_usable_bytes_per_partition=usable,
         psum_peak_banks=st.psum_peak,
@@ -91,4 +115,15 @@ def build_report(st: State) -> Report:
     )
 
 
-__all__ = ["ENGINES", "FindingModel", "Report", "build_report"]
+def _line_stats(lines: dict[tuple, list]) -> tuple[LineStat, ...]:
+    out = []
+    for (file, line), (eng, n, psum, pmin, fsum, tiny, dmas, dbytes, red) in lines.items():
+        out.append(LineStat(
+            file=file, line=line, engine=eng, instructions=n, partitions_mean=round(psum / n, 3) if n else 0.0,
+            partitions_min=pmin if n else 0, free_elements_mean=round(fsum / n, 3) if n else 0.0,
+            tiny_instructions=tiny, dma_count=dmas, dma_bytes=dbytes, redundant_hbm_read_bytes=red,
+        ))
+    return tuple(sorted(out, key=lambda s: (s.file or "", s.line)))
+
+
+__all__ = ["ENGINES", "FindingModel", "LineStat", "Report", "build_report"]

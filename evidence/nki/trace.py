@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 SMALL_DMA_BYTES_PER_PARTITION = 512
+# A compute instruction with at most this many elements per partition is "tiny" (per-element work).
+TINY_FREE_ELEMENTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,11 @@ class Aggregate:
     flops: int = 0
     partition_sum: int = 0  # over compute instructions, for utilisation
     compute_instr: int = 0
+    free_sum: float = 0.0  # elements per partition, summed over compute instructions
+    tiny_instr: int = 0  # compute instructions on <= TINY_FREE_ELEMENTS elements per partition
+    # (file, line) -> [engine of the first instruction, compute instructions, partition sum, min partitions,
+    #                  free-elements sum, tiny instructions, DMAs, DMA bytes, redundant HBM bytes]
+    lines: dict[tuple, list] = field(default_factory=dict)
 
     def add(self, ev: TraceEvent) -> None:
         eng = ev.engine
@@ -75,6 +82,9 @@ class Aggregate:
         self.writes[1] += w[1]
         self.writes[2] += w[2]
         self.flops += ev.flops
+        at = self.lines.get((ev.file, ev.line))
+        if at is None:
+            at = self.lines[(ev.file, ev.line)] = [eng, 0, 0, 1 << 30, 0.0, 0, 0, 0, 0]
         if eng == "dma":
             moved = max(r[0] + r[1] + r[2], w[0] + w[1] + w[2])
             self.dma_count += 1
@@ -83,9 +93,23 @@ class Aggregate:
             self.dma_hist[bucket] = self.dma_hist.get(bucket, 0) + 1
             if moved < SMALL_DMA_BYTES_PER_PARTITION * max(ev.partitions, 1):
                 self.dma_small += 1
+            at[6] += 1
+            at[7] += moved
+            at[8] += ev.redundant
         else:
-            self.partition_sum += ev.partitions
+            parts = ev.partitions
+            free = ev.elements / (parts or 1)
+            self.partition_sum += parts
             self.compute_instr += 1
+            self.free_sum += free
+            at[1] += 1
+            at[2] += parts
+            at[4] += free
+            if parts < at[3]:
+                at[3] = parts
+            if free <= TINY_FREE_ELEMENTS:
+                self.tiny_instr += 1
+                at[5] += 1
 
 
 class Recorder:

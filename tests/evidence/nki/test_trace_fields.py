@@ -89,3 +89,29 @@ def test_dma_run_is_the_contiguous_hbm_run_capped_by_bytes_per_partition():
     assert by_line[marked_line(src, "# <-transposed")].run == 2  # one element per DMA buffer
     assert by_line[marked_line(src, "# <-rows")].redundant == 0
     assert by_line[marked_line(src, "# <-again")].redundant == 128 * 512 * 2
+
+
+def test_report_keeps_per_line_partitions_free_sizes_and_dma_bytes():
+    """The per-line statistics that corroborate static findings (issue 10.3): a row vector loaded once
+    per tile and broadcast runs its compute at 128 partitions; a column walk runs at 1 element each."""
+    import numpy as np
+
+    from evidence.nki import load_kernel, simulate
+
+    src = (
+        "import numpy as np\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.language as nl\n"
+        "@nki.jit\ndef k(x, g):\n    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    t = nl.load(x)\n    row = nl.load(g)\n    gb = nl.broadcast_to(row, shape=(128, 64))\n"
+        "    y = nl.multiply(t, gb)\n    s = nl.zeros((128, 1), dtype=nl.float32)\n"
+        "    for j in nl.sequential_range(64):\n        s[...] = nisa.tensor_tensor(s, y[:, j:j + 1], np.add)\n"
+        "    nl.store(out, value=s)\n    return out\n"
+    )
+    mod = load_kernel(src)
+    x, g = np.ones((128, 64), np.float32), np.full((1, 64), 2.0, np.float32)
+    r = simulate(mod.k, x, g).report
+    by_line = {s.line: s for s in r.lines}
+    assert by_line[9].dma_count == 1 and by_line[9].dma_bytes == 256  # the [1, 64] fp32 row
+    assert by_line[11].partitions_mean == 128 and by_line[11].free_elements_mean == 64
+    walk = by_line[14]
+    assert (walk.instructions, walk.tiny_instructions, walk.free_elements_mean) == (64, 64, 1.0)
+    assert r.tiny_instr_count >= 64 and 0 < r.free_elements_mean < 64
