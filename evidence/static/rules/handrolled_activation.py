@@ -171,10 +171,13 @@ class HandrolledActivation(Rule):
         fn = _FUNCS.get(tail or "")
         if fn is None or not name.startswith(("nl.", "nisa.")):
             return ("var", id(node))
+        operands = pos[:2] or [kw[k] for k in ("x", "data", "src", "data1", "y", "data2") if k in kw][:2]
+        if not operands:
+            return ("var", id(node))
         if fn == "copy":
-            return t(arg(0, "src") or arg(0, "x"))
+            return t(operands[0])
         lines.add(self.ctx.lines(node)[0])
-        return (fn, *[t(p) for p in pos[:2]])
+        return (fn, *[t(p) for p in operands])
 
     # -- hooks ------------------------------------------------------------------------------------
     def on_assign(self, a: AssignInfo) -> None:
@@ -226,6 +229,8 @@ def _const(term, value: float | None = None) -> bool:
 
 def _neg_of(term):
     """x when term is -x, x * -1 or 0 - x."""
+    if len(term) < 2 or (term[0] != "neg" and len(term) < 3):
+        return None
     if term[0] == "neg":
         return term[1]
     if term[0] == "mul":
@@ -241,7 +246,7 @@ def _neg_of(term):
 
 def _one_plus(term):
     """X when term is 1 + X or X + 1."""
-    if term[0] == "add":
+    if term[0] == "add" and len(term) == 3:
         if _const(term[1], 1.0):
             return term[2]
         if _const(term[2], 1.0):
@@ -251,27 +256,31 @@ def _one_plus(term):
 
 def _sigmoid_of(term):
     """x when term computes sigmoid(x): nl.sigmoid(x), 1 / (1 + exp(-x)), recip(1 + exp(-x))."""
+    if len(term) < 2 or term[0] in ("var", "const"):
+        return None
     if term[0] == "sigmoid":
         return term[1]
     if term[0] == "recip":
         denom = term[1]
-    elif term[0] == "div" and _const(term[1], 1.0):
+    elif term[0] == "div" and len(term) == 3 and _const(term[1], 1.0):
         denom = term[2]
     else:
         return None
     inner = _one_plus(denom)
-    if inner is not None and inner[0] == "exp":
+    if inner is not None and inner[0] == "exp" and len(inner) == 2:
         return _neg_of(inner[1])
     return None
 
 
 def _silu(term) -> bool:
+    if len(term) != 3:
+        return False
     if term[0] == "mul":
         a, b = term[1], term[2]
         return _sigmoid_of(b) == a or _sigmoid_of(a) == b
     if term[0] == "div":  # x / (1 + exp(-x))
         inner = _one_plus(term[2])
-        return inner is not None and inner[0] == "exp" and _neg_of(inner[1]) == term[1]
+        return inner is not None and inner[0] == "exp" and len(inner) == 2 and _neg_of(inner[1]) == term[1]
     return False
 
 
@@ -293,7 +302,7 @@ def _match(term) -> str | None:
     if term[0] == "mul" and ((_contains(term, "tanh") and _has_const(term, (0.044715, 0.7978845608, 0.79788)))
                              or (_contains(term, "erf") and _has_const(term, (0.7071067811865476, 0.70710678, 1.4142135623730951)))):
         return "gelu"
-    if term[0] == "log" and (inner := _one_plus(term[1])) is not None and inner[0] == "exp":
+    if term[0] == "log" and len(term) == 2 and (inner := _one_plus(term[1])) is not None and inner[0] == "exp":
         return "softplus"
     if _sigmoid_of(term) is not None and term[0] != "sigmoid":
         return "sigmoid"

@@ -34,6 +34,7 @@ class ThreadEmulation(Rule):
     """
 
     id = "thread-emulation"
+    version = "2"
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [
@@ -47,6 +48,10 @@ class ThreadEmulation(Rule):
         # A batch index from program_id picks a whole [128, F] slab.
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    h = nl.program_id(axis=0)\n    x = nl.load(a[h])\n    y = nl.exp(x)\n",
               inputs={"a": ((4, 128, 64), "float32")}),
+        # A [1, N] row loaded in every iteration and broadcast to the partitions does not walk rows.
+        Valid(_HEAD + "@nki.jit\ndef k(a, g):\n    for i in nl.affine_range(4):\n        x = nl.load(a[i * 128:(i + 1) * 128, :])\n"
+              "        row = nl.load(g.reshape((1, 256)))\n        y = nl.multiply(x, nl.broadcast_to(row, shape=(128, 256)))\n",
+              inputs={"a": ((512, 256), "float32"), "g": ((256,), "float32")}),
         # A 1-partition load that program_id does not index (a bias row) is not a thread.
         Valid(_HEAD + "@nki.jit\ndef k(a, bias):\n    b = nl.program_id(0)\n    w = nl.load(bias[0:1, :])\n"
               "    x = nl.load(a[b * 128:(b + 1) * 128, :])\n", inputs={"a": ((512, 256), "float32"), "bias": ((1, 256), "float32")}),
@@ -128,7 +133,10 @@ class ThreadEmulation(Rule):
             t = v if hasattr(v, "partitions") else None
         if t is None or t.partitions != 1:
             return
-        self._hits.setdefault(call.loops[-1].id, []).append(call)
+        moving = [lp for lp in call.loops if lp.id in call.deps]
+        if not moving:  # the same row in every iteration (a [1, N] vector to broadcast): not one row per step
+            return
+        self._hits.setdefault(moving[-1].id, []).append(call)
 
     def leave_loop(self, loop: LoopInfo) -> None:
         calls = self._hits.pop(loop.id, None)
