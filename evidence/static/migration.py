@@ -75,13 +75,27 @@ def nki_side(a: Analysis) -> NkiSide:
                 if s.kind == "aug" and isinstance(s.value, Tensor) and s.value.origin == "matmul":
                     atomic_like.append("psum += matmul")
     kernel = next((f for f in a.functions if f.is_kernel), a.functions[0] if a.functions else None)
-    emulation = [(f"one SPMD instance per row with {int(f.metrics.get('tile_partitions', 1))}-partition tiles"
-                  if f.labels.get("pattern") == "spmd_instance_per_row" else "per-element/per-row loop on 1-partition tiles")
-                 + f" (line {f.start})" for f in a.findings if f.rule == "thread-emulation"]
-    loops = any(f.rule == "thread-emulation" and f.labels.get("pattern") != "spmd_instance_per_row" for f in a.findings)
+    emulation = [_emulation(f) + f" (line {f.start})" for f in a.findings if f.rule in _EMULATION_RULES]
+    loops = any(f.rule in _EMULATION_RULES and not f.labels.get("pattern", "").startswith("spmd_") for f in a.findings)
     return NkiSide(acc, reductions, len(emulation), emulation, loops, parts, loads, atomic_like,
                    any(c.name == "nl.device_print" for fn in a.functions for c in fn.calls),
                    (kernel.start, kernel.end) if kernel else (1, 1))
+
+
+_EMULATION_RULES = ("thread-emulation", "per-element-loop")
+
+
+def _emulation(f) -> str:
+    """How a finding replays CUDA threads, in words."""
+    parts = int(f.metrics.get("tile_partitions", 1))
+    pattern = f.labels.get("pattern")
+    if pattern == "spmd_instance_per_row":
+        return f"one SPMD instance per row with {parts}-partition tiles"
+    if pattern == "spmd_instance_per_block":
+        return f"one SPMD instance per CUDA block with {parts}-partition tiles"
+    if f.rule == "per-element-loop":
+        return f"a loop walking {int(f.metrics.get('tile_elements', 1))} element(s) per partition per instruction"
+    return "per-element/per-row loop on 1-partition tiles"
 
 
 def _width(dtype: str) -> int:

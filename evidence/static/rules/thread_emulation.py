@@ -1,4 +1,4 @@
-"""thread-emulation: per-element or per-row loops, or one SPMD instance per row, that reproduce CUDA threads."""
+"""thread-emulation: per-element or per-row loops, or one SPMD instance per row or block, that reproduce CUDA threads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import libcst as cst
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, LoopInfo
-from evidence.static.rulekit import DMA_CALLS, ELEMENTWISE
+from evidence.static.rulekit import DMA_CALLS, ELEMENTWISE, P_MAX
 from evidence.static.shapes import Sym, Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
@@ -19,9 +19,11 @@ _PID_MAX_PARTITIONS = 8
 
 
 class ThreadEmulation(Rule):
-    """Flags loops whose body moves or computes tiles of one partition (or one element), and SPMD
-    kernels whose `program_id`-indexed transfers are under 8 partitions (one instance per CUDA
-    block or row): code standing in for CUDA threads and blocks.
+    """Flags loops whose body moves or computes tiles of one partition (or one element) that move
+    with the loop, and SPMD kernels whose `program_id`-indexed transfers are under 8 partitions
+    (one instance per CUDA row: pattern `spmd_instance_per_row`) or under 128 partitions of a
+    tensor with 128 rows to give (one instance per CUDA block, e.g. a 2-D grid of 16 x 16 blocks:
+    `spmd_instance_per_block`): code standing in for CUDA threads and blocks.
 
     NKI's unit of work is a tile instruction over up to 128 partitions; a 1-partition tile uses
     1/128 of every engine and pays the full fixed cost (~64-100 cycles per instruction, ~1.3 µs
@@ -70,6 +72,12 @@ class ThreadEmulation(Rule):
                 inputs={"x": ((256, 1024), "float32"), "y": ((256, 1024), "float32")}, line=5),
         Invalid(_HEAD + "@nki.jit\ndef k(x):\n    r = nl.program_id(0)\n    c = r + 0\n    t = nl.load(x[nl.ds(c, 1), :])\n",
                 inputs={"x": ((256, 1024), "float32")}, line=7),
+        # a 2-D grid, one instance per 16 x 16 CUDA block
+        Invalid(_HEAD + "@nki.jit\ndef k(x):\n    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+                "    bi = nl.program_id(0)\n    bj = nl.program_id(1)\n"
+                "    t = nl.load(x[bi * 16:(bi + 1) * 16, bj * 16:(bj + 1) * 16])\n"
+                "    nl.store(out[bi * 16:(bi + 1) * 16, bj * 16:(bj + 1) * 16], value=nl.exp(t))\n    return out\n",
+                inputs={"x": ((512, 512), "float32")}, line=8),
     ]
 
     def __init__(self, engine) -> None:
@@ -100,7 +108,9 @@ class ThreadEmulation(Rule):
             self._pid_names.add(assign.target)
 
     def _pid_tile(self, call: CallInfo) -> Tensor | None:
-        """The HBM view of a DMA whose index reads program_id, when it is under 8 partitions."""
+        """The HBM view of a DMA whose index reads program_id, when it is under 8 partitions (a CUDA
+        row per instance) or under 128 partitions of a tensor that has 128 rows to give (a CUDA block
+        per instance)."""
         if call.name == "nl.load":
             sides = [call.arg(0, "src")]
         elif call.name == "nl.store":
@@ -113,8 +123,13 @@ class ThreadEmulation(Rule):
             if not isinstance(node, cst.Subscript):
                 continue
             view = self.ctx.value(node)  # cheap test first: only narrow views need the program_id walk
-            if not (isinstance(view, Tensor) and view.partitions is not None and view.partitions < _PID_MAX_PARTITIONS):
+            if not (isinstance(view, Tensor) and view.partitions is not None and view.partitions < P_MAX):
                 continue
+            if view.partitions >= _PID_MAX_PARTITIONS:
+                base = self.ctx.value(node.value)
+                rows = base.shape[0] if isinstance(base, Tensor) and base.shape else None
+                if rows is None or rows < P_MAX:
+                    continue
             if any(self._reads_pid(el.slice) for el in node.slice):
                 return view
         return None
@@ -167,8 +182,10 @@ class ThreadEmulation(Rule):
         parts = max(v.partitions or 1 for _, v in hits)
         elems = view.free_elems
         grid_text = f"a grid of {instances} instances" if instances else "an SPMD grid"
+        pattern = "spmd_instance_per_row" if parts < _PID_MAX_PARTITIONS else "spmd_instance_per_block"
+        what = "row" if pattern == "spmd_instance_per_row" else "block"
         self.report((first.start, first.end),
-                    f"one SPMD instance per CUDA block/row: {len(hits)} program_id-indexed transfer(s) of "
+                    f"one SPMD instance per CUDA {what}: {len(hits)} program_id-indexed transfer(s) of "
                     f"{parts} partition(s) each over {grid_text}",
                     metrics={"grid_instances": instances, "tile_partitions": parts, "tile_elements": elems,
-                             "n_ops": len(hits)}, labels={"pattern": "spmd_instance_per_row"})
+                             "n_ops": len(hits)}, labels={"pattern": pattern})
