@@ -141,6 +141,7 @@ def simulate_item(item: Path, submission, shapes: dict[str, list[int]] | None = 
     """Simulate an item's kernel on the collector's seeded inputs (optionally with other shapes) and compare."""
     from evidence.nki import EvidenceError, load_kernel, simulate
     from evidence.nki.collector import SimulationCollector
+    from evidence.nki.sim_evidence import reduction_length
     from evidence.numerics.compare import coarser_dtype, compare
     from evidence.numerics.inputs import generate_inputs
 
@@ -157,7 +158,7 @@ def simulate_item(item: Path, submission, shapes: dict[str, list[int]] | None = 
     ref = getattr(load_kernel(item / m.reference.file), m.reference.entry)(*inputs)
     refs = ref if isinstance(ref, (tuple, list)) else (ref,)
     report = sim.report.model_dump()
-    k = SimulationCollector._reduction_length(report, [{"shape": list(np.shape(o))} for o in sim.outputs])
+    k = reduction_length(sim.report, [np.shape(o) for o in sim.outputs])
     comps = [compare(_widen(o), _widen(r), m.task.rtol, m.task.atol,
                      dtype_name=coarser_dtype(np.asarray(o).dtype.name, np.asarray(r).dtype.name),
                      written=sim.written[i] if i < len(sim.written) else None, reduction_length=k)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from evidence.model import content_hash
+from evidence.paths import RelPath
 
 Target = Literal["trn1", "trn2"]
 
@@ -42,9 +44,16 @@ class TaskSpec(BaseModel):
 class KernelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    file: str
+    file: RelPath
     entry: str
     grid: tuple[int, ...] = ()
+
+    @field_validator("grid")
+    @classmethod
+    def _positive_grid(cls, grid: tuple[int, ...]) -> tuple[int, ...]:
+        if any(g <= 0 for g in grid):
+            raise PydanticCustomError("grid", "grid sizes must be positive")
+        return grid
 
 
 class InputSpec(BaseModel):
@@ -72,6 +81,38 @@ class InputSpec(BaseModel):
             return value
         raise ValueError(f"must be a number, a boolean or a list of them, got {value!r}"[:200])
 
+    # Validated here, so callers of evidence.gather get the same checks as the CLI and the API.
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, dtype: str) -> str:
+        if dtype not in INPUT_DTYPES:
+            raise PydanticCustomError("input_dtype", "unknown dtype {dtype}; expected one of {known}",
+                                      {"dtype": repr(dtype), "known": ", ".join(INPUT_DTYPES)})
+        return dtype
+
+    @field_validator("distribution")
+    @classmethod
+    def _known_distribution(cls, distribution: str) -> str:
+        if distribution not in DISTRIBUTIONS:
+            raise PydanticCustomError("input_distribution", "unknown distribution {name}; expected one of {known}",
+                                      {"name": repr(distribution), "known": ", ".join(DISTRIBUTIONS)})
+        return distribution
+
+    @field_validator("shape")
+    @classmethod
+    def _positive_extents(cls, shape: tuple[int, ...]) -> tuple[int, ...]:
+        if any(d <= 0 for d in shape):
+            raise PydanticCustomError("input_shape", "shape must be a list of positive integers, got {shape}",
+                                      {"shape": list(shape)})
+        return shape
+
+    @model_validator(mode="after")
+    def _tensor_has_shape(self) -> InputSpec:
+        if self.is_tensor and not self.shape:
+            raise PydanticCustomError("input_shape", "input {name} is a tensor (no value) and needs a non-empty shape",
+                                      {"name": repr(self.name)})
+        return self
+
     @property
     def is_tensor(self) -> bool:
         return self.value is None
@@ -80,20 +121,20 @@ class InputSpec(BaseModel):
 class FileRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    file: str
+    file: RelPath
 
 
 class ReferenceSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    file: str
+    file: RelPath
     entry: str
 
 
 class MigrationSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    cuda_file: str
+    cuda_file: RelPath
     cuda_entry: str | None = None
 
 
@@ -110,6 +151,14 @@ class Manifest(BaseModel):
     claims: FileRef | None = None
     notes: FileRef | None = None
 
+    @field_validator("inputs")
+    @classmethod
+    def _unique_names(cls, inputs: tuple[InputSpec, ...]) -> tuple[InputSpec, ...]:
+        names = [s.name for s in inputs]
+        if len(set(names)) != len(names):
+            raise PydanticCustomError("input_names", "input names must be unique")
+        return inputs
+
 
 class Submission(BaseModel):
     """A manifest plus the text of every file it names, keyed by relative path."""
@@ -117,7 +166,7 @@ class Submission(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     manifest: Manifest
-    files: dict[str, str]
+    files: dict[RelPath, str]
 
     @property
     def content_hash(self) -> str:

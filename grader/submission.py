@@ -10,12 +10,13 @@ import ast
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from evidence.submission import DISTRIBUTIONS, INPUT_DTYPES, Manifest, Submission
+from evidence.paths import UnsafePath, resolve_inside
+from evidence.submission import Manifest, Submission
 from grader.errors import SubmissionError, SubmissionTooLarge
 
 MANIFEST = "submission.toml"
@@ -57,31 +58,7 @@ def parse_manifest(data: dict[str, Any], where: str = MANIFEST) -> Manifest:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise SubmissionError(_pydantic_message(err), where=where, field=_field_path(err["loc"])) from exc
-    for i, spec in enumerate(manifest.inputs):
-        field = f"inputs[{i}]"
-        if spec.is_tensor:
-            if spec.dtype not in INPUT_DTYPES:
-                raise SubmissionError(f"unknown dtype {spec.dtype!r}; expected one of {', '.join(INPUT_DTYPES)}",
-                                      where=where, field=f"{field}.dtype")
-            if not spec.shape or any(d <= 0 for d in spec.shape):
-                raise SubmissionError(f"shape must be a non-empty list of positive integers, got {list(spec.shape)}",
-                                      where=where, field=f"{field}.shape")
-            if spec.distribution not in DISTRIBUTIONS:
-                raise SubmissionError(f"unknown distribution {spec.distribution!r}; expected one of {', '.join(DISTRIBUTIONS)}",
-                                      where=where, field=f"{field}.distribution")
-    if any(g <= 0 for g in manifest.kernel.grid):
-        raise SubmissionError("grid sizes must be positive", where=where, field="kernel.grid")
-    names = [s.name for s in manifest.inputs]
-    if len(set(names)) != len(names):
-        raise SubmissionError("input names must be unique", where=where, field="inputs")
     return manifest
-
-
-def _safe_relpath(name: str, field: str) -> str:
-    path = PurePosixPath(name)
-    if not name or path.is_absolute() or ".." in path.parts or "\\" in name:
-        raise SubmissionError(f"file path {name!r} must be relative and stay inside the submission", where=MANIFEST, field=field)
-    return str(path)
 
 
 def _referenced_files(manifest: Manifest) -> dict[str, str]:
@@ -95,7 +72,7 @@ def _referenced_files(manifest: Manifest) -> dict[str, str]:
         refs["claims.file"] = manifest.claims.file
     if manifest.notes:
         refs["notes.file"] = manifest.notes.file
-    return {_safe_relpath(path, field): field for field, path in refs.items()}
+    return {path: field for field, path in refs.items()}  # the manifest model made the paths safe (evidence.paths)
 
 
 def _check_python(source: str, file: str, entry: str, entry_field: str) -> None:
@@ -175,9 +152,10 @@ def load_submission(folder: str | Path, limits: Limits = Limits()) -> Submission
     def read(rel: str) -> bytes | None:
         if not (base / rel).exists():
             return None
-        path = (base / rel).resolve()
-        if base not in path.parents:
-            raise SubmissionError("links outside the submission folder", where=rel)
+        try:
+            path = resolve_inside(base, rel)
+        except UnsafePath as exc:
+            raise SubmissionError(str(exc), where=rel) from exc
         if not path.is_file():
             raise SubmissionError("not a regular file", where=rel)
         try:

@@ -1,0 +1,81 @@
+"""The child protocol: what the parent asks a child to run, and what the child reports back.
+
+The parent writes `job.json` (`ChildJob`) and the submission's files under `src/`; the child writes
+under `out/` only: `result.json` (`ChildResult`: status, the simulator's report and any error in one
+schema), one `.npy` file per output array (`OutputMeta`), `events.jsonl` (`RuntimeEvent` lines,
+written as they happen so they survive a child that dies) and `fault.log` (faulthandler's
+tracebacks at a timeout or a fatal signal). The parent size-checks every file before parsing it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evidence.nki.report import Report
+from evidence.paths import RelPath
+from evidence.sandbox.config import Limits
+from evidence.submission import InputSpec
+
+Role = Literal["kernel", "reference"]
+ARRAY_NAME = r"^(out|ref|wr)[0-9]{1,3}$"
+
+
+class ChildJob(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    file: RelPath  # the module to load (the kernel or the reference file)
+    entry: str
+    inputs: tuple[InputSpec, ...]
+    seed: int = 0
+    grid: tuple[int, ...] = ()
+    target: Literal["trn1", "trn2"] = "trn2"
+    timeout_s: float = Field(gt=0)
+    limits: Limits
+    import_policy: bool = True  # block system access at run time (otherwise record it only)
+    withheld: tuple[RelPath, ...] = ()  # submission files kept out of this child (the other side's module)
+
+
+class ChildError(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int = 0
+
+
+class OutputMeta(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    array: str = Field(pattern=ARRAY_NAME)  # out/<array>.npy
+    dtype: str  # the dtype the code produced (the file holds it widened: low precision as float32)
+    shape: tuple[int, ...]
+    written: str | None = Field(default=None, pattern=ARRAY_NAME)  # mask of written elements, when partial
+
+
+class ChildResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    status: Literal["ok", "error", "unsupported_dialect"]
+    error: ChildError | None = None
+    report: Report | None = None  # kernel role: the simulation report (partial when the run stopped)
+    outputs: tuple[OutputMeta, ...] = ()
+    entry_line: int = 0
+    stand_ins: tuple[str, ...] = ()  # framework modules served by inert stand-ins
+
+
+class RuntimeEvent(BaseModel):
+    """Something submitted code did that reaches past its computation, seen by the child's monitor."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["system_access", "escape", "reference_access", "import"]
+    what: str  # e.g. "os.system", "open /etc/passwd", "socket.connect"
+    detail: str = ""
+    file: str | None = None
+    line: int = 0
+    blocked: bool = False
