@@ -41,9 +41,12 @@ def _emit(text: str, output: Optional[Path]) -> None:
 
 
 def _settings(**overrides: object):
+    from grader.sandbox import announce
     from grader.settings import Settings
 
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    announce(settings)
+    return settings
 
 
 @app.command()
@@ -156,8 +159,10 @@ def schema(names: list[str] = typer.Argument(None, help="model names (default: a
 
 
 from grader.cli_calibration import calibrate  # noqa: E402 - after the app exists
+from grader.cli_doctor import doctor  # noqa: E402
 
 app.command()(calibrate)
+app.command()(doctor)
 
 from grader.service.cli import register as _register_service  # noqa: E402  (serve, worker, keys, db, log)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from evidence.gather import gather
 from evidence.model import EvidenceBundle
 from evidence.submission import Submission
+from grader import sandbox
 from grader.draft import Draft
 from grader.drafting import Drafter, make_drafter
 from grader.rubric import Rubric, load_rubric
@@ -43,6 +44,7 @@ def evaluate(
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
     bundle = bundle or gather(sub, options=settings.collector_options())
     draft = (drafter or make_drafter(settings)).draft(sub, bundle, rub)
+    draft = draft.model_copy(update={"record": draft.record.model_copy(update={"sandbox": sandbox.record(settings)})})
     if store is None:
         return draft
     from grader.consistency.check import check_draft

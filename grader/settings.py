@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from evidence.sandbox.config import SandboxConfig, SandboxMode
 from grader.submission import Limits
 
 
@@ -44,13 +45,25 @@ class Settings(BaseSettings):
     max_submission_bytes: int = Limits.max_submission_bytes
     max_files: int = Limits.max_files
 
-    # Simulation limits for the child process.
+    # Simulation limits of the sandboxed children (kernel and reference run in separate ones).
     sim_timeout_s: float = Field(default=120.0, gt=0)
+    sim_reference_timeout_s: float = Field(default=60.0, gt=0)
     sim_memory_mb: int = Field(default=6144, ge=256)
+    sim_workers: int = Field(default=2, ge=1)  # sandboxed children running at once in this process
+    # Sandbox for submitted code (README "Security"); "off" is the operator's explicit, logged opt-out.
+    sandbox: SandboxMode = SandboxMode.bwrap
+    sandbox_bwrap: str = "bwrap"
+    sandbox_pids_cgroup: str | None = None  # where per-child pids cgroups go when running as root
+    import_policy: bool = True  # off: no static gate and no run-time blocking (the sandbox alone holds)
+
+    def sandbox_config(self) -> SandboxConfig:
+        return SandboxConfig(mode=self.sandbox, bwrap=self.sandbox_bwrap, pids_cgroup=self.sandbox_pids_cgroup,
+                             workers=self.sim_workers, import_policy=self.import_policy)
 
     def collector_options(self) -> dict[str, dict[str, object]]:
         """Per-collector overrides handed to evidence.gather (evidence never reads grader settings)."""
-        return {"nki-simulator": {"timeout_s": self.sim_timeout_s, "memory_limit_bytes": self.sim_memory_mb * 2**20}}
+        return {"nki-simulator": {"timeout_s": self.sim_timeout_s, "reference_timeout_s": self.sim_reference_timeout_s,
+                                  "memory_limit_bytes": self.sim_memory_mb * 2**20, "sandbox": self.sandbox_config()}}
 
     rubric: str = "nki-kernel-review"
     # Calibration runs and audits (JSON files until the service's database store replaces them);

@@ -217,7 +217,7 @@ class _FileAnalysis:
         self.refs.setdefault(region, set()).add(name)
         if not isinstance(node.ctx, ast.Load):
             return
-        if name in self.bindings and not any(name in s for s in scopes):
+        if name in self.bindings:
             self._module_use(self.bindings[name], region, node.lineno)  # `from os import system`
         if self._shadowed(name, scopes):
             return

@@ -19,6 +19,7 @@ from grader.errors import GraderError, RubricError, SubmissionError, SubmissionT
 from grader.service.config import open_store, service_settings
 from grader.service.errors import QueueFull
 from grader.service.logs import request_id
+from grader.sandbox import announce
 from grader.settings import Settings
 from grader.store import migrate
 from grader.store.db import Store, StoreError
@@ -106,6 +107,7 @@ def _unexpected(_: Request, exc: Exception) -> JSONResponse:
 def create_app(settings: Settings | None = None, store: Store | None = None, *, migrate_db: bool = True) -> FastAPI:
     """The API. Without a `store`, the configured database is opened (and migrated) at start-up."""
     settings = service_settings(settings or Settings())
+    announce(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

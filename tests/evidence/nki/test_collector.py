@@ -120,18 +120,18 @@ def test_unsupported_dialect_and_reference_error():
 PARTIAL = GOOD.replace("nl.store(out[i * 128:(i + 1) * 128, :]", "nl.store(out[0:128, :]")
 
 
-@pytest.mark.parametrize("body, code, line, policy", [
-    ("    while True:\n        pass\n", "timeout", 3, True),  # the child's watchdog names the line it was stuck at
-    ("    junk = np.ones((64, 1024, 1024, 1024), np.float32)\n", "memory_limit", 3, True),
-    ("    raise SystemExit(3)\n", "python_error", 3, True),
-    ("    import os\n    os._exit(3)\n", "crashed", 4, False),  # (the import policy would not run it at all)
+@pytest.mark.parametrize("body, code, lines, policy", [
+    ("    while True:\n        pass\n", "timeout", (3, 4), True),  # the child's watchdog names where it was stuck
+    ("    junk = np.ones((64, 1024, 1024, 1024), np.float32)\n", "memory_limit", (3,), True),
+    ("    raise SystemExit(3)\n", "python_error", (3,), True),
+    ("    import os\n    os._exit(3)\n", "crashed", (4,), False),  # (the import policy would not run it at all)
 ])
-def test_a_failing_reference_is_the_references_fault_and_the_kernel_results_stay(body, code, line, policy):
+def test_a_failing_reference_is_the_references_fault_and_the_kernel_results_stay(body, code, lines, policy):
     ref = "import numpy as np\ndef ref(a, b):\n" + body + "    return a + b\n"
     by_kind, items = collect(submission(PARTIAL, ref=ref), reference_timeout_s=1.0, timeout_s=30.0,
                              memory_limit_bytes=2 * 2**30, sandbox=SandboxConfig(import_policy=policy))
     rerr = by_kind["sim.reference_error"]
-    assert rerr.labels["code"] == code and rerr.location.file == "ref.py" and rerr.location.start_line == line
+    assert rerr.labels["code"] == code and rerr.location.file == "ref.py" and rerr.location.start_line in lines
     assert "sim.incomplete" not in by_kind and "sim.error" not in by_kind and "sim.output" not in by_kind
     assert by_kind["sim.trace"].metrics["dma_count"] == 6  # the kernel's trace survives
     assert "output_not_fully_written" in {i.labels["code"] for i in items if i.kind == "sim.finding"}
