@@ -2,8 +2,8 @@
 
 Order matters: everything the child trusts is set up before the first line of submitted code runs.
 1. read `job.json`; capture the result writer (`npy`) and the real `os._exit`;
-2. faulthandler: tracebacks to `out/fault.log` at a fatal signal, and at the job's deadline (then
-   exit), so the parent learns the line where a kernel was stuck;
+2. faulthandler: tracebacks to `out/fault.log` at a fatal signal, and (armed last, so the budget
+   is the submitted code's) at the job's deadline, then exit: the parent learns where it was stuck;
 3. import the simulator, then set the rlimits;
 4. serve framework stand-ins, cap stdout/stderr, install the audit hook;
 5. run (evidence.nki.runner), write the arrays and `result.json`, and `_exit` at once (atexit
@@ -50,7 +50,6 @@ def main(job_root: str) -> None:
     job = ChildJob.model_validate_json((root / "job.json").read_bytes())
     fault = open(out / "fault.log", "w")  # noqa: SIM115 - faulthandler keeps the file for the child's life
     faulthandler.enable(fault, all_threads=True)
-    faulthandler.dump_traceback_later(job.timeout_s, exit=True, file=fault)
     events_fd = os.open(out / "events.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     from evidence.nki import runner
@@ -71,7 +70,8 @@ def main(job_root: str) -> None:
     sys.stdout = CappedStream(sys.stdout, cap, OutputLimit)
     sys.stderr = CappedStream(sys.stderr, cap, OutputLimit)
     os._exit = posix._exit = monitor.exit_wrapper(_real_exit)
-    monitor.snapshot()
+    faulthandler.dump_traceback_later(job.timeout_s, exit=True, file=fault)  # the budget of the submitted code
+    monitor.snapshot()  # after the watchdog thread exists: threads beyond these are the submission's
     sys.addaudithook(monitor.hook)
 
     result, arrays = runner.run(job, src, monitor)

@@ -4,7 +4,8 @@ At most `config.workers` children run at once in this process. The child's stdou
 read as they come and capped: the first and last `output_bytes` of each are kept, and a child
 writing more than `output_limit_bytes` in all is killed. At the deadline (the child's own timeout
 plus a grace period) the whole process group, and the child's pids cgroup when there is one, is
-killed with SIGKILL; bubblewrap's PID namespace takes every process of the sandbox with it.
+killed with SIGKILL; bubblewrap's PID namespace takes every process of the sandbox with it. The
+child arms its own watchdog only when submitted code starts, so the parent allows for start-up.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from evidence.sandbox.config import SandboxConfig, SandboxMode
 from evidence.sandbox.bwrap import SandboxStatus
 
 GRACE_S = 2.0  # after the child's own deadline, for its watchdog to report where it was stuck
+STARTUP_S = 20.0  # the child's own deadline starts after its interpreter and the simulator are loaded
 _slots: dict[int, threading.BoundedSemaphore] = {}
 _slots_lock = threading.Lock()
 
@@ -109,7 +111,7 @@ def _wait(cmd: list[str], env: dict[str, str], cwd: Path, config: SandboxConfig,
     sel = selectors.DefaultSelector()
     for fd in streams:
         sel.register(fd, selectors.EVENT_READ)
-    deadline = start + timeout_s + GRACE_S
+    deadline = start + STARTUP_S + timeout_s + GRACE_S
     timed_out = flood = False
     exited_at = None
     try:
