@@ -4,6 +4,7 @@ kernel behaves in the simulator as its gold file says it was built to (evals/che
 from __future__ import annotations
 
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -12,31 +13,35 @@ from evals.check import SETS, coverage, item_dirs, load_set, simulation_problems
 from grader.rubric import load_rubric
 
 CALIBRATION, AUDIT = SETS
-LOADED = {s.name: load_set(s) for s in SETS if s.is_dir()}
+
+
+@cache
+def loaded(set_dir: Path):
+    """The set, loaded once per test session (simulation runs are cached on it as well)."""
+    return load_set(set_dir)
 
 
 def _items():
-    return [pytest.param(s, p.name, id=f"{s.name}/{p.name}") for s in SETS if s.is_dir() for p in item_dirs(s)]
+    return [pytest.param(s, p.name, id=f"{s.name}/{p.name}") for s in SETS for p in item_dirs(s)]
 
 
 def test_every_item_loads_with_complete_valid_gold():
-    problems = [p for loaded in LOADED.values() for p in loaded.problems]
+    problems = [p for s in SETS for p in loaded(s).problems]
     assert not problems, "\n".join(problems)
 
 
 def test_calibration_set_covers_every_criterion_at_every_level():
     """At least 40 items; every criterion has gold at low (1-2), middle (3) and high (4-5) levels."""
-    loaded = LOADED[CALIBRATION.name]
-    assert len(loaded.golds) >= 40
-    table = coverage(loaded.golds, load_rubric())
+    the_set = loaded(CALIBRATION)
+    assert len(the_set.golds) >= 40
+    table = coverage(the_set.golds, load_rubric())
     thin = {cid: counts for cid, counts in table.items() if not all(counts[b] for b in ("low", "mid", "high"))}
     assert not thin, f"criteria without gold at some level: {thin}"
 
 
 def test_calibration_set_has_the_required_kinds_of_item():
     """Bases for at least 10 operations, at least 8 CUDA migrations and 6 benchmark-claim items."""
-    golds = LOADED[CALIBRATION.name].golds
-    subs = LOADED[CALIBRATION.name].submissions
+    golds, subs = loaded(CALIBRATION).golds, loaded(CALIBRATION).submissions
     bases = {g["meta"]["operation"] for g in golds.values() if g["meta"]["category"] == "base"}
     assert len(bases) >= 10
     assert sum(subs[n].manifest.migration is not None for n in golds) >= 8
@@ -45,9 +50,9 @@ def test_calibration_set_has_the_required_kinds_of_item():
 
 def test_audit_set_is_separate_from_the_calibration_set():
     """At least 12 audit items, none sharing a kernel with a calibration item."""
-    audit = LOADED[AUDIT.name]
+    audit = loaded(AUDIT)
     assert len(audit.golds) >= 12
-    calibration_kernels = {s.kernel_source for s in LOADED[CALIBRATION.name].submissions.values()}
+    calibration_kernels = {s.kernel_source for s in loaded(CALIBRATION).submissions.values()}
     shared = [n for n, s in audit.submissions.items() if s.kernel_source in calibration_kernels]
     assert not shared, f"audit items that reuse a calibration kernel: {shared}"
 
@@ -55,10 +60,10 @@ def test_audit_set_is_separate_from_the_calibration_set():
 @pytest.mark.slow
 @pytest.mark.parametrize(("set_dir", "name"), _items())
 def test_item_simulates_as_designed(set_dir, name):
-    loaded = LOADED[set_dir.name]
-    if name not in loaded.golds:
+    the_set = loaded(set_dir)
+    if name not in the_set.golds:
         pytest.fail(f"{name} has no usable gold.toml (see the gold test)")
-    problems = simulation_problems(loaded, name)
+    problems = simulation_problems(the_set, name)
     assert not problems, "\n".join(problems)
 
 
