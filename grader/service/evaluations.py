@@ -118,7 +118,7 @@ def _view(session: Session, job: Job, *, full: bool) -> Evaluation:
     if full and (found := get_draft(session, job.id)) is not None:
         draft, epoch = found
         view.draft, view.epoch = draft, epoch
-        view.reviews, view.criteria = review.history(session, job.id, draft)
+        view.reviews, view.criteria = review.history(session, job.id, draft, epoch)
         view.sign_off = review.sign_off_view(signed)
     return view
 

@@ -18,7 +18,7 @@ from grader.service.views import CriterionDecision, CriterionState, ReviewView, 
 from grader.store import audit_log
 from grader.store.db import Store
 from grader.store.keys import LOCAL_USER, Principal
-from grader.store.models import ApiKey, Job, ReviewRow, SignOff
+from grader.store.models import ApiKey, CalibrationRun, Job, ReviewRow, SignOff
 
 BLOCKING_FLAGS = ("contradicts_evidence", "far_from_gold")
 
@@ -50,9 +50,17 @@ BLOCKER_CHECKS: list[Callable[[CriterionDraft, set[str]], list[str]]] = [_flag_b
                                                                          _gate_blockers]
 
 
-def failed_calibration_gates(session: Session, epoch: str) -> set[str]:
-    """Criteria whose gates failed in the newest calibration run of this epoch (none until runs are in the database)."""
-    return set()
+def failed_calibration_gates(session: Session, epoch: str, rubric_id: str) -> set[str]:
+    """Criteria whose gates failed in the newest calibration run of this epoch (a run may be newer
+    than the draft, whose own consistency check saw the runs of its time)."""
+    from grader.consistency.report import CalibrationReport
+
+    row = session.scalars(select(CalibrationRun.report_json).where(CalibrationRun.epoch == epoch,
+                          CalibrationRun.rubric == rubric_id).order_by(CalibrationRun.created_at.desc()).limit(1)).first()
+    if row is None:
+        return set()
+    report = CalibrationReport.model_validate_json(row)
+    return {c.criterion_id for c in report.criteria if not c.verdict.passed}
 
 
 def blockers(c: CriterionDraft, failed_gates: set[str]) -> list[str]:
@@ -69,7 +77,7 @@ def _reviews(session: Session, job_id: str) -> list[ReviewRow]:
 
 def history(session: Session, job_id: str, draft: Draft, epoch: str | None = None) -> tuple[list[ReviewView], list[CriterionState]]:
     rows = _reviews(session, job_id)
-    gates = failed_calibration_gates(session, epoch or "")
+    gates = failed_calibration_gates(session, epoch or "", draft.rubric.id)
     views = [ReviewView(id=r.id, criterion_id=r.criterion_id, action=r.action, previous=Value(**r.previous),
                         new=Value(**r.new), reason=r.reason, author=r.author, epoch=r.epoch,
                         created_at=iso(r.created_at)) for r in rows]

@@ -28,9 +28,10 @@ Handler = Callable[[Store, Settings, Job], Callable[[Session, Job], dict[str, An
 
 
 def handlers() -> dict[str, Handler]:
+    from grader.service.calibration import run_calibration_job
     from grader.service.evaluations import run_evaluation_job
 
-    return {"evaluation": run_evaluation_job}
+    return {"evaluation": run_evaluation_job, "calibration": run_calibration_job}
 
 
 @dataclass

@@ -131,3 +131,51 @@ class AuditEntry(Base):
     data: Mapped[str] = mapped_column(Text)  # canonical JSON, hashed as stored
     prev_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64), unique=True)
+
+
+class _RunColumns:
+    """What calibration runs and audits share: identity, the summary fields lists filter on, the report."""
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    job_id: Mapped[str | None] = mapped_column(String(32), index=True)  # the job that produced it, if any
+    set_name: Mapped[str]
+    rubric: Mapped[str] = mapped_column(String(100))
+    epoch: Mapped[str] = mapped_column(String(64), index=True)
+    drafter: Mapped[str]
+    passed: Mapped[bool]
+    created_at: Mapped[str] = mapped_column(String(40))
+    report_json: Mapped[str] = mapped_column(Text)
+
+
+class CalibrationRun(_RunColumns, Base):
+    __tablename__ = "calibration_runs"
+
+
+class CalibrationItemResult(Base):
+    """One item x criterion of a calibration run: gold beside the drafted value (queryable without the report)."""
+
+    __tablename__ = "calibration_item_results"
+    run_id: Mapped[str] = mapped_column(String(100), ForeignKey("calibration_runs.id"), primary_key=True)
+    item_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    criterion_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    gold: Mapped[str | None] = mapped_column(String(32))  # a score, "not_applicable", or None
+    status: Mapped[str] = mapped_column(String(16))
+    score: Mapped[int | None] = mapped_column(Integer)
+
+
+class AuditRun(_RunColumns, Base):
+    __tablename__ = "audit_runs"
+
+
+class ReviewerScoreRow(Base):
+    """A reviewer's score for one calibration item and criterion (the newest submission counts)."""
+
+    __tablename__ = "reviewer_scores"
+    __table_args__ = (UniqueConstraint("reviewer", "set_name", "item_id", "criterion_id", name="uq_reviewer_score"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    reviewer: Mapped[str] = mapped_column(String(100), index=True)  # the key id of the reviewer
+    set_name: Mapped[str]
+    item_id: Mapped[str]
+    criterion_id: Mapped[str] = mapped_column(String(64))
+    score: Mapped[str] = mapped_column(String(32))  # "1".."5", "not_applicable" or "unscored"
+    created_at: Mapped[float] = mapped_column(Float)

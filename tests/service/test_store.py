@@ -21,6 +21,17 @@ def test_migrations_reach_head_and_are_idempotent(store):
     assert migrate.current_revision(store) == migrate.head_revision()
 
 
+def test_models_match_the_migrations(store):
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from grader.store.models import Base
+
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
+
+
 def test_submissions_are_content_addressed_and_deduplicated(store):
     a = submission_from_upload(**upload("matmul-tiled"))
     b_body = upload("matmul-tiled")

@@ -1,0 +1,203 @@
+"""Calibration over the service: runs of the server's gold sets as durable jobs, reviewers' scores on
+calibration items, and reviewers' agreement with gold and certification per criterion."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from grader.consistency.report import CalibrationReport, ReviewerReport
+from grader.consistency.reviews import ReviewerScore
+from grader.service import jobs
+from grader.service.errors import Conflict, Forbidden, Invalid, NotFound
+from grader.service.evaluations import job_settings
+from grader.service.views import iso
+from grader.settings import Settings
+from grader.store import audit_log
+from grader.store.db import Store
+from grader.store.keys import Principal
+from grader.store.models import ApiKey, CalibrationRun, Job, ReviewerScoreRow
+from grader.store.runs import SqlRunStore
+
+KIND = "calibration"
+SETS_ROOT = Path(__file__).resolve().parents[2] / "evals" / "calibration"
+REVIEWER_RESAMPLES = 200
+
+
+def known_sets() -> dict[str, Path]:
+    """Calibration sets the server has (requests name them; they never pass paths)."""
+    if not SETS_ROOT.is_dir():
+        return {}
+    return {p.name: p for p in sorted(SETS_ROOT.iterdir()) if p.is_dir() and not p.name.startswith((".", "_"))}
+
+
+def _set_path(name: str) -> Path:
+    sets = known_sets()
+    if name not in sets:
+        raise Invalid(f"unknown calibration set {name!r}; available: {sorted(sets)}", field="set")
+    return sets[name]
+
+
+class CalibrationRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    set: str = Field(min_length=1, max_length=100, description="a calibration set known to the server")
+    rubric: str | None = Field(default=None, max_length=100)
+    drafter: Literal["rules", "llm"] | None = None
+    model: str | None = Field(default=None, max_length=200)
+    samples: int | None = Field(default=None, ge=1, le=16)
+    resamples: int = Field(default=1000, ge=0, le=10000, description="bootstrap resamples for the CIs")
+
+
+class CalibrationRunView(BaseModel):
+    id: str
+    state: Literal["queued", "running", "done", "failed"]
+    set: str
+    error: str | None
+    attempts: int
+    created_at: datetime
+    finished_at: datetime | None
+    report: CalibrationReport | None = None
+
+
+def submit_run(store: Store, settings: Settings, principal: Principal, request: CalibrationRequest) -> CalibrationRunView:
+    from grader.rubric import available_rubrics
+
+    _set_path(request.set)
+    rubric = request.rubric or settings.rubric
+    if rubric not in available_rubrics():
+        raise Invalid(f"unknown rubric {rubric!r}; available: {sorted(available_rubrics())}", field="rubric")
+    with store.write() as session:
+        job, _ = jobs.enqueue(session, kind=KIND, params=request.model_dump() | {"rubric": rubric},
+                              submitted_by=principal.id, max_attempts=settings.job_attempts,
+                              queue_max=settings.queue_max)
+        return _view(session, job)
+
+
+def _view(session: Session, job: Job) -> CalibrationRunView:
+    row = session.scalars(select(CalibrationRun).where(CalibrationRun.job_id == job.id)).first()
+    return CalibrationRunView(id=job.id, state=job.state, set=job.params["set"], error=job.error, attempts=job.attempts,
+                              created_at=iso(job.created_at), finished_at=iso(job.finished_at),
+                              report=CalibrationReport.model_validate_json(row.report_json) if row else None)
+
+
+def get_run(store: Store, run_id: str) -> CalibrationRunView:
+    with store.read() as session:
+        job = session.get(Job, run_id)
+        if job is None or job.kind != KIND:
+            raise NotFound("no such calibration run")
+        return _view(session, job)
+
+
+def run_calibration_job(store: Store, settings: Settings, job: Job):  # type: ignore[no-untyped-def]
+    """Worker side: grade the set and compare with gold; the run is stored when the job finishes."""
+    from grader.consistency.calibrate import run_calibration
+    from grader.consistency.executor import LocalExecutor
+
+    p = job.params
+    report = run_calibration(_set_path(p["set"]), rubric=p["rubric"], settings=job_settings(settings, p),
+                             executor=LocalExecutor(1), resamples=p.get("resamples", 1000))
+    runs = SqlRunStore(store, actor=job.worker or "worker", job_id=job.id)
+
+    def record(session: Session, _job: Job) -> dict[str, Any]:
+        runs.add_run(session, report)
+        return {"run": report.id, "passed": report.passed}
+
+    return record
+
+
+# -- reviewers ---------------------------------------------------------------------------------
+
+class ReviewerScoreIn(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    item: str = Field(min_length=1, max_length=255)
+    criterion: str = Field(min_length=1, max_length=64)
+    score: int | Literal["not_applicable", "unscored"]
+
+
+class ReviewerScoresRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    set: str = Field(min_length=1, max_length=100)
+    scores: list[ReviewerScoreIn] = Field(min_length=1, max_length=2000)
+
+
+class ReviewerCalibrationView(BaseModel):
+    reviewer: str
+    set: str
+    run_id: str = Field(description="the calibration run whose drafts the reviewer is compared beside")
+    report: ReviewerReport
+    certified: dict[str, bool]
+
+
+def _gold(set_name: str, rubric_id: str):  # type: ignore[no-untyped-def]
+    from grader.consistency.goldset import load_gold_set
+    from grader.rubric import load_rubric
+
+    rubric = load_rubric(rubric_id)
+    return load_gold_set(_set_path(set_name), rubric), rubric
+
+
+def submit_scores(store: Store, settings: Settings, principal: Principal, request: ReviewerScoresRequest) -> int:
+    """Store (or replace) the caller's scores for calibration items; returns how many were stored."""
+    gold, rubric = _gold(request.set, settings.rubric)
+    items, criteria = {i.id for i in gold.items}, {c.id for c in rubric.criteria}
+    for n, s in enumerate(request.scores):
+        if s.item not in items:
+            raise Invalid(f"unknown item {s.item!r} in set {request.set!r}", field=f"scores[{n}].item")
+        if s.criterion not in criteria:
+            raise Invalid(f"unknown criterion {s.criterion!r}", field=f"scores[{n}].criterion")
+        if isinstance(s.score, int) and not rubric.scale_min <= s.score <= rubric.scale_max:
+            raise Invalid(f"score {s.score} outside {rubric.scale_min}-{rubric.scale_max}", field=f"scores[{n}].score")
+    now = time.time()
+    with store.write() as session:
+        for s in request.scores:
+            key = dict(reviewer=principal.id, set_name=request.set, item_id=s.item, criterion_id=s.criterion)
+            row = session.scalars(select(ReviewerScoreRow).filter_by(**key)).first()
+            if row is None:
+                session.add(ReviewerScoreRow(**key, score=str(s.score), created_at=now))
+            else:
+                row.score, row.created_at = str(s.score), now
+        audit_log.append(session, actor=principal.id, action="reviewer_scores.submitted", subject=f"reviewer:{principal.id}",
+                         data={"set": request.set, "scores": [s.model_dump() for s in request.scores]})
+    return len(request.scores)
+
+
+def reviewer_calibration(store: Store, settings: Settings, principal: Principal, reviewer: str,
+                         set_name: str) -> ReviewerCalibrationView:
+    """A reviewer's agreement with gold per criterion, beside the newest calibration run of the set."""
+    from grader.consistency.reviewers import calibrate_reviewers
+
+    with store.read() as session:
+        key = session.scalars(select(ApiKey).where((ApiKey.id == reviewer) | (ApiKey.name == reviewer))).first()
+        if key is None:
+            raise NotFound(f"no reviewer {reviewer!r}")
+        if key.id != principal.id and not principal.may("lead"):
+            raise Forbidden("reviewers see their own calibration only; leads see everyone's")
+        rows = list(session.scalars(select(ReviewerScoreRow).where(ReviewerScoreRow.reviewer == key.id,
+                                                                    ReviewerScoreRow.set_name == set_name)))
+        run = session.scalars(select(CalibrationRun).where(CalibrationRun.set_name == set_name)
+                              .order_by(CalibrationRun.created_at.desc()).limit(1)).first()
+    if not rows:
+        raise NotFound(f"reviewer {key.name!r} has no scores for set {set_name!r}")
+    if run is None:
+        raise Conflict(f"no calibration run of set {set_name!r} yet; POST /v1/calibration-runs first")
+    gold, rubric = _gold(set_name, run.rubric)
+    scores = [ReviewerScore(reviewer=key.name, item=r.item_id, criterion=r.criterion_id,
+                            score=int(r.score) if r.score.isdigit() else r.score, row=i + 1) for i, r in enumerate(rows)]
+    scored = {(s.item, s.criterion) for s in scores}
+    for item in {s.item for s in scores}:  # criteria the reviewer left out count as unscored
+        scores += [ReviewerScore(reviewer=key.name, item=item, criterion=c.id, score="unscored", row=0)
+                   for c in rubric.criteria if (item, c.id) not in scored]
+    report = CalibrationReport.model_validate_json(run.report_json)
+    result = calibrate_reviewers(scores, gold, rubric, list(report.outcomes), None, REVIEWER_RESAMPLES, 7,
+                                 source="reviewer-scores")
+    mine = result.reviewers[0]
+    return ReviewerCalibrationView(reviewer=key.name, set=set_name, run_id=run.id, report=mine, certified=mine.certified)
