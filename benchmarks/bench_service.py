@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,31 +72,36 @@ def start_server(url: str, data_dir: Path, workers: int) -> tuple[subprocess.Pop
     raise RuntimeError(f"server did not start; see {data_dir / 'serve.log'}")
 
 
-async def drive(base: str, token: str, n: int, poll_s: float) -> tuple[float, list[float], int]:
+async def drive(base: str, token: str, n: int, poll_s: float) -> tuple[float, list[float], Counter]:
     payloads = [body(name) for name in EXAMPLES]
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120,
                                  limits=limits) as client:
-        async def one(i: int) -> float | None:
+        async def one(i: int) -> float | str:
             start = time.perf_counter()
             try:
                 r = await client.post("/v1/evaluations", json=payloads[i % 3])
                 if r.status_code != 202:
-                    return None
+                    return f"POST {r.status_code}: {r.text[:120]}"
                 location = r.headers["location"]
                 while True:
                     await asyncio.sleep(poll_s)
-                    state = (await client.get(location)).json()["state"]
-                    if state in ("done", "failed"):
-                        return time.perf_counter() - start if state == "done" else None
-            except httpx.HTTPError:
-                return None
+                    g = await client.get(location)
+                    if g.status_code != 200:
+                        return f"GET {g.status_code}: {g.text[:120]}"
+                    body = g.json()
+                    if body["state"] == "done":
+                        return time.perf_counter() - start
+                    if body["state"] == "failed":
+                        return f"job failed: {body['error']}"
+            except httpx.HTTPError as exc:
+                return f"{type(exc).__name__}"
 
         start = time.perf_counter()
         results = await asyncio.gather(*(one(i) for i in range(n)))
         wall = time.perf_counter() - start
-    latencies = sorted(r for r in results if r is not None)
-    return wall, latencies, sum(r is None for r in results)
+    latencies = sorted(r for r in results if isinstance(r, float))
+    return wall, latencies, Counter(r for r in results if isinstance(r, str))
 
 
 def run_backend(name: str, url: str, n: int, workers: int, poll_s: float) -> dict:
@@ -112,7 +118,7 @@ def run_backend(name: str, url: str, n: int, workers: int, poll_s: float) -> dic
             proc.wait(timeout=120)
     q = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [float("nan")] * 19
     return {"backend": name, "wall": wall, "throughput": len(latencies) / wall, "p50": statistics.median(latencies),
-            "p95": q[18], "errors": errors}
+            "p95": q[18], "errors": sum(errors.values()), "kinds": errors}
 
 
 def main() -> None:
@@ -145,6 +151,9 @@ def main() -> None:
     for r in rows:
         print(f"{r['backend']:<10}{r['wall']:>9.1f}{r['throughput']:>9.2f}{r['throughput'] * per_eval:>10.2f}x"
               f"{r['p50']:>8.1f}{r['p95']:>8.1f}{r['errors']:>8}")
+    for r in rows:
+        for kind, count in r["kinds"].most_common(5):
+            print(f"  {r['backend']} error x{count}: {kind}")
 
 
 if __name__ == "__main__":

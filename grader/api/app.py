@@ -18,7 +18,6 @@ from grader.api.middleware import RequestContext
 from grader.errors import GraderError, RubricError, SubmissionError, SubmissionTooLarge
 from grader.service.config import open_store, service_settings
 from grader.service.errors import QueueFull
-from grader.service.logs import request_id
 from grader.sandbox import announce
 from grader.settings import Settings
 from grader.store import migrate
@@ -100,8 +99,7 @@ def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
 
 def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error", exc_info=exc)
-    return JSONResponse({"detail": f"internal error ({type(exc).__name__}); request id {request_id.get()}"},
-                        status_code=500)
+    return JSONResponse({"detail": f"internal error ({type(exc).__name__}); see the server log"}, status_code=500)
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None, *, migrate_db: bool = True) -> FastAPI:

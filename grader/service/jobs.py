@@ -9,14 +9,15 @@ lease lapsed (its worker died) is re-queued, or failed once it has used `max_att
 
 from __future__ import annotations
 
-import socket
 import os
+import socket
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Select, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grader.service.errors import QueueFull
@@ -45,19 +46,25 @@ def enqueue(session: Session, *, kind: str, params: dict[str, Any], submitted_by
             queue_max: int, submission_id: str | None = None, task_id: str | None = None,
             idempotency_key: str | None = None) -> tuple[Job, bool]:
     """A new queued job, or the existing one for this caller's idempotency key (created=False)."""
-    if idempotency_key is not None:
-        existing = session.scalars(select(Job).where(Job.submitted_by == submitted_by,
-                                                     Job.idempotency_key == idempotency_key)).first()
-        if existing is not None:
-            return existing, False
+    def same_key() -> Job | None:
+        return session.scalars(select(Job).where(Job.submitted_by == submitted_by,
+                                                 Job.idempotency_key == idempotency_key)).first()
+
+    if idempotency_key is not None and (existing := same_key()) is not None:
+        return existing, False
     waiting = session.scalar(select(func.count()).select_from(Job).where(Job.state == QUEUED)) or 0
     if waiting >= queue_max:
         raise QueueFull(f"the job queue is full ({waiting} queued); retry later", retry_after_s=5)
     job = Job(id=uuid.uuid4().hex, kind=kind, state=QUEUED, submission_id=submission_id, task_id=task_id,
               params=params, submitted_by=submitted_by, idempotency_key=idempotency_key, attempts=0,
               max_attempts=max_attempts, created_at=time.time())
-    session.add(job)
-    session.flush()
+    try:
+        with session.begin_nested():  # a concurrent retry with the same key may have inserted it first
+            session.add(job)
+    except IntegrityError:
+        if idempotency_key is None or (existing := same_key()) is None:
+            raise
+        return existing, False
     _log(session, job, "job.queued", submitted_by, submission=submission_id)
     return job, True
 

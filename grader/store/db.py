@@ -36,7 +36,8 @@ class Store:
             raise StoreError(f"unsupported database {self.dialect!r}; use sqlite or postgresql+psycopg",
                              where="GRADER_DATABASE_URL")
         self.engine = _sqlite_engine(url) if self.dialect == "sqlite" else create_engine(
-            url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+            # More connections than the API's 40 worker threads, so no request waits for the pool.
+            url, pool_pre_ping=True, pool_size=20, max_overflow=30)
         self._reads = sessionmaker(self.engine, expire_on_commit=False)
         self._writes = sessionmaker(self.engine.execution_options(grader_write=True), expire_on_commit=False)
 

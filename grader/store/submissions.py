@@ -5,27 +5,38 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from evidence.submission import Manifest, Submission
 from grader.store.models import Blob, SubmissionFile, SubmissionRow
 
 
+def _insert_new(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING: concurrent uploads of the same content both succeed."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    session.execute(insert(table).on_conflict_do_nothing(), rows)
+
+
 def put_submission(session: Session, submission: Submission) -> str:
     sid = submission.content_hash
     if session.get(SubmissionRow, sid) is not None:
         return sid
-    session.add(SubmissionRow(id=sid, task_id=submission.manifest.task.id,
-                              manifest=submission.manifest.model_dump(mode="json"), created_at=time.time()))
+    blobs, files = [], []
     for path, text in submission.files.items():
         data = text.encode("utf-8")
         digest = hashlib.sha256(data).hexdigest()
-        if session.get(Blob, digest) is None:
-            session.add(Blob(sha256=digest, size=len(data), content=data))
-        session.add(SubmissionFile(submission_id=sid, path=path, blob_sha256=digest))
-    session.flush()
+        blobs.append({"sha256": digest, "size": len(data), "content": data})
+        files.append({"submission_id": sid, "path": path, "blob_sha256": digest})
+    _insert_new(session, SubmissionRow, [{"id": sid, "task_id": submission.manifest.task.id,
+                                          "manifest": submission.manifest.model_dump(mode="json"),
+                                          "created_at": time.time()}])
+    _insert_new(session, Blob, blobs)
+    _insert_new(session, SubmissionFile, files)
     return sid
 
 

@@ -192,3 +192,4 @@ def test_queue_lists_filters_and_pages(client, callers, worker):
     other = client.post("/v1/evaluations", json=upload(), headers=rev.headers).json()["id"]
     assert client.get(f"/v1/evaluations/{other}", headers=sub.headers).status_code == 404
     assert other not in [x["id"] for x in client.get("/v1/evaluations?limit=200", headers=sub.headers).json()["items"]]
+

@@ -117,3 +117,28 @@ def test_log_verify_on_a_database_never_migrated_says_so(tmp_path):
     result = CliRunner().invoke(cli_app, ["log", "verify"], env={"GRADER_DATABASE_URL": f"sqlite:///{tmp_path}/new.db"})
     assert result.exit_code == 2
     assert "run `grader db upgrade`" in result.output
+
+
+def test_concurrent_uploads_of_the_same_submission_all_succeed(store):
+    """Two transactions storing identical content at once (the load benchmark found this on PostgreSQL)."""
+    import threading
+
+    sub = submission_from_upload(**upload("rmsnorm-cuda-port"))
+    barrier, errors = threading.Barrier(4), []
+
+    def put() -> None:
+        try:
+            with store.write() as s:
+                barrier.wait(timeout=10)
+                put_submission(s, sub)
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=put) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    with store.read() as s:
+        assert s.scalar(select(func.count()).select_from(SubmissionRow)) == 1
+    assert not errors
