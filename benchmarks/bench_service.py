@@ -74,19 +74,32 @@ def start_server(url: str, data_dir: Path, workers: int) -> tuple[subprocess.Pop
 
 async def drive(base: str, token: str, n: int, poll_s: float) -> tuple[float, list[float], Counter]:
     payloads = [body(name) for name in EXAMPLES]
+    retries = [0]
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120,
                                  limits=limits) as client:
+        async def call(method: str, url: str, **kw: object) -> httpx.Response:
+            # Transport errors are retried (a POST safely: it carries an Idempotency-Key) and counted.
+            for attempt in range(3):
+                try:
+                    return await client.request(method, url, **kw)
+                except httpx.TransportError:
+                    retries[0] += 1
+                    if attempt == 2:
+                        raise
+                    await asyncio.sleep(0.5)
+            raise AssertionError("unreachable")
+
         async def one(i: int) -> float | str:
             start = time.perf_counter()
             try:
-                r = await client.post("/v1/evaluations", json=payloads[i % 3])
+                r = await call("POST", "/v1/evaluations", json=payloads[i % 3], headers={"Idempotency-Key": f"bench-{i}"})
                 if r.status_code != 202:
                     return f"POST {r.status_code}: {r.text[:120]}"
                 location = r.headers["location"]
                 while True:
                     await asyncio.sleep(poll_s)
-                    g = await client.get(location)
+                    g = await call("GET", location)
                     if g.status_code != 200:
                         return f"GET {g.status_code}: {g.text[:120]}"
                     body = g.json()
@@ -101,7 +114,10 @@ async def drive(base: str, token: str, n: int, poll_s: float) -> tuple[float, li
         results = await asyncio.gather(*(one(i) for i in range(n)))
         wall = time.perf_counter() - start
     latencies = sorted(r for r in results if isinstance(r, float))
-    return wall, latencies, Counter(r for r in results if isinstance(r, str))
+    errors = Counter(r for r in results if isinstance(r, str))
+    if retries[0]:
+        errors[f"(not an error) transport errors retried: {retries[0]}"] = 0
+    return wall, latencies, errors
 
 
 def run_backend(name: str, url: str, n: int, workers: int, poll_s: float) -> dict:
@@ -152,8 +168,8 @@ def main() -> None:
         print(f"{r['backend']:<10}{r['wall']:>9.1f}{r['throughput']:>9.2f}{r['throughput'] * per_eval:>10.2f}x"
               f"{r['p50']:>8.1f}{r['p95']:>8.1f}{r['errors']:>8}")
     for r in rows:
-        for kind, count in r["kinds"].most_common(5):
-            print(f"  {r['backend']} error x{count}: {kind}")
+        for kind, count in r["kinds"].most_common(6):
+            print(f"  {r['backend']} {'error x' + str(count) + ': ' if count else ''}{kind}")
 
 
 if __name__ == "__main__":
