@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
@@ -31,24 +29,19 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-def sandbox_status() -> Check:
-    """How submitted kernels are isolated. Reported, not gated on: without a sandbox, evaluation jobs
-    fail closed one by one with the reason, while reviews, sign-offs and reads keep working."""
+def sandbox_status(settings) -> Check:  # type: ignore[no-untyped-def]
+    """How submitted kernels are isolated (grader.sandbox). Reported, not gated on: without a sandbox,
+    evaluations fail closed with the reason while reviews, sign-offs and reads keep working."""
+    from grader.sandbox import status
+
     try:
-        from evidence.sandbox.bwrap import sandbox_status as probe  # the sandbox package, once present
-        from evidence.sandbox.config import SandboxConfig
-    except ImportError:
-        bwrap = shutil.which("bwrap")
-        return Check(ok=True, detail="simulation runs in a child process with rlimits and a timeout; "
-                     + (f"bubblewrap found at {bwrap}" if bwrap else "bubblewrap not installed"))
-    try:
-        status = probe(SandboxConfig())
+        st = status(settings)
     except Exception as exc:  # noqa: BLE001 - a status probe must not take readiness down
         return Check(ok=False, detail=f"sandbox status unavailable: {type(exc).__name__}: {exc}".splitlines()[0][:300])
-    return Check(ok=bool(status.available), detail=f"{status.mode}: {status.detail}"[:300])
+    return Check(ok=bool(st.available), detail=f"{st.mode.value}: {st.detail}"[:300])
 
 
-def _readiness(store) -> Readiness:  # type: ignore[no-untyped-def]
+def _readiness(store, settings) -> Readiness:  # type: ignore[no-untyped-def]
     checks: dict[str, Check] = {}
     try:
         store.ping()
@@ -58,14 +51,14 @@ def _readiness(store) -> Readiness:  # type: ignore[no-untyped-def]
     except Exception as exc:  # noqa: BLE001 - readiness reports any database failure as not ready
         checks["database"] = Check(ok=False, detail=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
     ok = all(c.ok for c in checks.values()) and "migrations" in checks
-    checks["sandbox"] = sandbox_status()
+    checks["sandbox"] = sandbox_status(settings)
     return Readiness(status="ready" if ok else "not_ready", checks=checks)
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 async def readyz(request: Request, response: Response) -> Readiness:
     """Readiness: the database answers, its schema is current, and the sandbox status."""
-    result = await run_in_threadpool(_readiness, request.app.state.store)
+    result = await run_in_threadpool(_readiness, request.app.state.store, request.app.state.settings)
     if result.status != "ready":
         response.status_code = 503
     return result
