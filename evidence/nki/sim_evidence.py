@@ -130,16 +130,15 @@ class SimEvidence:
             detail=err.message, labels={"code": err.code, "message": err.message[:500]})
 
     def event_item(self, e: RuntimeEvent) -> EvidenceItem:
-        severity = Severity.medium if e.kind == "import" else Severity.high
         detail = (f"{e.what}{': ' + e.detail if e.detail else ''} "
                   f"({'blocked by the sandbox' if e.blocked else 'contained by the sandbox'})")
-        return security_item(self.analyzer, e.kind, severity, e.what, detail,
+        return security_item(self.analyzer, e.kind, Severity.high, e.what, detail,
                              self.loc(e.file, e.line), "runtime", blocked="yes" if e.blocked else "no")
 
     def finding_item(self, f, entry_loc) -> EvidenceItem:
         where = self.loc(f.file, f.line) or entry_loc
         if f.code in SECURITY_FINDINGS:
-            return security_item(self.analyzer, SECURITY_FINDINGS[f.code], Severity.high, f.code.replace("_", " "),
+            return security_item(self.analyzer, SECURITY_FINDINGS[f.code], Severity.high, f.message.split(";")[0][:120],
                                  f.message, where, "runtime")
         return self.item(
             "sim.finding", (f.code, f.file, f.line or None), FINDING_SEVERITY.get(f.code, Severity.medium),

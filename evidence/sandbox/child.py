@@ -55,7 +55,6 @@ def main(job_root: str) -> None:
     from evidence.nki import runner
     from evidence.sandbox import rlimits, standins
     from evidence.sandbox.monitor import Monitor, OutputLimit
-    from evidence.sandbox.policy_rules import SYSTEM_MODULES
 
     rlimits.apply(job.limits)
     scratch = "/tmp" if job_root == "/job" else str(root / "scratch")
@@ -64,7 +63,7 @@ def main(job_root: str) -> None:
     src = root / "src"
     read_roots = sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(runner.__file__)), str(src)})
     monitor = Monitor(str(src), events_fd, block=job.import_policy, read_roots=read_roots, write_roots=[scratch],
-                      withheld=job.withheld, system_modules=SYSTEM_MODULES)
+                      withheld=job.withheld)
     finder = standins.install()
     cap = job.limits.output_limit_bytes // 2
     sys.stdout = CappedStream(sys.stdout, cap, OutputLimit)

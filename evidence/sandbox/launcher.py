@@ -29,11 +29,24 @@ GRACE_S = 2.0  # after the child's own deadline, for its watchdog to report wher
 STARTUP_S = 20.0  # the child's own deadline starts after its interpreter and the simulator are loaded
 _slots: dict[int, threading.BoundedSemaphore] = {}
 _slots_lock = threading.Lock()
+_running = {"now": 0, "peak": 0}  # children running in this process, and the most at once (observability)
 
 
 def _slot(workers: int) -> threading.BoundedSemaphore:
     with _slots_lock:
         return _slots.setdefault(workers, threading.BoundedSemaphore(workers))
+
+
+def running() -> dict[str, int]:
+    """How many sandboxed children run now, and the most that ever ran at once in this process."""
+    with _slots_lock:
+        return dict(_running)
+
+
+def _count(delta: int) -> None:
+    with _slots_lock:
+        _running["now"] += delta
+        _running["peak"] = max(_running["peak"], _running["now"])
 
 
 def child_env(pythonpath: str, job_id: str) -> dict[str, str]:
@@ -95,9 +108,11 @@ def run(job_dir: Path, config: SandboxConfig, status: SandboxStatus, timeout_s: 
                 cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup.procs_file), *cmd]
         else:
             cmd = argv
+        _count(+1)
         try:
             return _wait(cmd, env, job_dir / "out", config, timeout_s)
         finally:
+            _count(-1)
             if cgroup is not None:
                 cgroup.close()
 

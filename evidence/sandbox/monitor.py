@@ -65,14 +65,13 @@ class OutputLimit(BaseException):
 
 class Monitor:
     def __init__(self, src_root: str, events_fd: int, *, block: bool, read_roots: list[str],
-                 write_roots: list[str], withheld: tuple[str, ...], system_modules: frozenset[str]) -> None:
+                 write_roots: list[str], withheld: tuple[str, ...]) -> None:
         self.src = src_root.rstrip("/") + "/"
         self.fd = events_fd
         self.block = block
         self.read_roots = tuple(r.rstrip("/") + "/" for r in read_roots)
         self.write_roots = tuple(r.rstrip("/") + "/" for r in write_roots)
         self.withheld = {w: w.removesuffix(".py").replace("/", ".") for w in withheld}  # file -> module name
-        self.system_modules = system_modules
         self.seen: set[tuple] = set()
         self.count = 0
         self.threads = self.signals = None
@@ -142,13 +141,10 @@ class Monitor:
         site = self._site(direct=True, importing=True)
         if site is None:
             return
-        for file, stem in self.withheld.items():
+        for file, stem in self.withheld.items():  # (imports of system modules are the static policy's)
             if module == stem:
                 self.record("reference_access", f"import {module}", f"imports {file}, which is kept out of this run",
                             site, False)
-                return
-        if module.split(".", 1)[0] in self.system_modules:
-            self.record("import", f"import {module}", "", site, False)
 
     def _path(self, event: str, args: tuple) -> None:
         path = args[0]
@@ -160,12 +156,12 @@ class Monitor:
         path = os.fsdecode(path)
         full = _realpath(path if path.startswith("/") else os.path.join(os.getcwd(), path))
         writing = event in _WRITING or (event == "open" and _opens_for_writing(args))
+        name = full.rsplit("/", 1)[-1]
+        if any(name == w.rsplit("/", 1)[-1] for w in self.withheld):  # wherever it looks for it
+            self._act("reference_access", f"{'writes' if writing else 'reads'} {name}", full, site)
         roots = self.write_roots if writing else self.read_roots + self.write_roots
         if (full + "/").startswith(roots) or full in ("/dev/null", "/dev/urandom"):
             return
-        name = full.rsplit("/", 1)[-1]
-        if any(name == w.rsplit("/", 1)[-1] for w in self.withheld):
-            self._act("reference_access", f"{'writes' if writing else 'reads'} {name}", full, site)
         verb = "writes" if writing else "reads" if event == "open" else event
         self._act("system_access", f"{verb} {full}", "", site)
 
@@ -176,6 +172,7 @@ class Monitor:
 
     def after_run(self, site: tuple[str | None, int]) -> None:
         """Events for threads left running and signal handlers installed by the submitted code."""
+        self.busy = True  # from here on only the child's own code runs (threads it left are not watched)
         extra = _thread_count() - (self.threads or 1)
         if extra > 0:
             self.record("system_access", "threads left running", f"{extra} thread(s) outlive the call", site, False)
@@ -185,6 +182,7 @@ class Monitor:
 
     def exit_wrapper(self, real_exit):
         def _exit(code: int) -> None:
+            self.busy = True  # walking the frames raises audit events of its own
             self.record("system_access", "os._exit", f"ends the process with code {code}", self._site(False), False)
             real_exit(code)
         return _exit

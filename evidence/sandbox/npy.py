@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-_open, _write, _close, _replace = os.open, os.write, os.close, os.replace
+_open, _write, _close, _replace, _getpid = os.open, os.write, os.close, os.replace, os.getpid
 _contiguous, _ndarray, _memoryview, _repr, _len = np.ascontiguousarray, np.ndarray, memoryview, repr, len
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 _MAGIC = b"\x93NUMPY\x01\x00"
@@ -31,7 +31,7 @@ def write_array(path: str, a: np.ndarray) -> None:
     a = _contiguous(a)
     if not isinstance(a, _ndarray) or a.dtype.kind not in _KINDS:
         raise TypeError(f"cannot save arrays of dtype {a.dtype}")
-    tmp = path + ".tmp"
+    tmp = f"{path}.{_getpid()}.tmp"  # per process: copies a kernel forked must not interleave
     fd = _open(tmp, _FLAGS, 0o600)
     try:
         _write_all(fd, header(a))
@@ -42,7 +42,7 @@ def write_array(path: str, a: np.ndarray) -> None:
 
 
 def write_bytes(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
+    tmp = f"{path}.{_getpid()}.tmp"
     fd = _open(tmp, _FLAGS, 0o600)
     try:
         _write_all(fd, data)

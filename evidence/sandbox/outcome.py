@@ -78,7 +78,8 @@ def _died(job: ChildJob, run: ChildRun, out: Path, src_prefix: str, events: list
         code, message = "cpu_limit", f"{who} used up its {job.limits.cpu_s} s of CPU time"
     else:
         tail = (stderr.strip().splitlines() or [""])[-1][:300]
-        code, message = "crashed", f"the process running {who} ended with code {rc}" + (f": {tail}" if tail else "")
+        ended = "exited without reporting a result" if rc == 0 else f"ended with code {rc}"
+        code, message = "crashed", f"the process running {who} {ended}" + (f": {tail}" if tail else "")
     return ChildError(code=code, message=message, file=file, line=line)
 
 

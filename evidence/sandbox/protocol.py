@@ -73,7 +73,7 @@ class RuntimeEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["system_access", "escape", "reference_access", "import"]
+    kind: Literal["system_access", "escape", "reference_access"]
     what: str  # e.g. "os.system", "open /etc/passwd", "socket.connect"
     detail: str = ""
     file: str | None = None

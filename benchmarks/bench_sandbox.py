@@ -1,0 +1,88 @@
+"""Benchmark: what the sandbox adds to an evaluation's simulation, against the unsandboxed child.
+
+Both sides run the same simulator collector on the same small submission (kernel child and
+reference child at once), alternating so machine load hits both alike: `GRADER_SANDBOX=off`
+(separate children with rlimits, no bubblewrap) against bubblewrap (namespaces, binds, and a pids
+cgroup per child when running as root). Reports the median wall time per evaluation of each,
+the difference (target: <= 150 ms added per evaluation) and the ratio; and the same for one bare
+child (`python -c pass` under bwrap vs. directly), the floor of what bubblewrap itself costs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+from evidence.nki.collector import SimulationCollector
+from evidence.sandbox import bwrap
+from evidence.sandbox.bwrap import sandbox_status
+from evidence.sandbox.config import SandboxConfig, SandboxMode
+from evidence.submission import Manifest, Submission
+
+KERNEL = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        x = nl.load(a[i * 128:(i + 1) * 128, :])
+        y = nl.load(b[i * 128:(i + 1) * 128, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(x, y))
+    return out
+"""
+
+
+def _submission() -> Submission:
+    manifest = Manifest.model_validate({
+        "task": {"id": "bench", "title": "bench"}, "kernel": {"file": "kernel.py", "entry": "kernel"},
+        "inputs": [{"name": "a", "shape": [256, 64]}, {"name": "b", "shape": [256, 64]}],
+        "reference": {"file": "ref.py", "entry": "ref"}})
+    return Submission(manifest=manifest, files={"kernel.py": KERNEL, "ref.py": "def ref(a, b):\n    return a + b\n"})
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main(rounds: int = 12) -> float:
+    sub = _submission()
+    modes = {m: SimulationCollector(sandbox=SandboxConfig(mode=m)) for m in (SandboxMode.off, SandboxMode.bwrap)}
+    status = sandbox_status(SandboxConfig())
+    assert status.available, status.detail
+    for collector in modes.values():  # warm up: page cache, the status probe
+        assert any(i.kind == "sim.output" for i in collector.collect(sub))
+    times: dict[SandboxMode, list[float]] = {m: [] for m in modes}
+    bare: dict[str, list[float]] = {"direct": [], "bwrap": []}
+    argv = [sys.executable, "-s", "-c", "pass"]
+    for _ in range(rounds):
+        for mode, collector in modes.items():
+            times[mode].append(_time(lambda c=collector: c.collect(sub)))
+        bare["direct"].append(_time(lambda: subprocess.run(argv, check=True)))
+        bare["bwrap"].append(_time(lambda: subprocess.run(_bare_bwrap(status.bwrap, argv), check=True)))
+    off, on = (statistics.median(times[m]) for m in (SandboxMode.off, SandboxMode.bwrap))
+    added = on - off
+    print(f"evaluation's simulation (kernel + reference children), median of {rounds}: unsandboxed {off * 1e3:.0f} ms, "
+          f"bubblewrap {on * 1e3:.0f} ms: +{added * 1e3:.0f} ms per evaluation, ratio {on / off:.2f}x "
+          "(target: <= 150 ms added)")
+    d, b = statistics.median(bare["direct"]), statistics.median(bare["bwrap"])
+    print(f"bare child (python -c pass): direct {d * 1e3:.0f} ms, under bwrap {b * 1e3:.0f} ms: +{(b - d) * 1e3:.0f} ms")
+    print(f"process bound: {status.detail}")
+    return added
+
+
+def _bare_bwrap(path: str, argv: list[str]) -> list[str]:
+    """bwrap with the child's namespaces and read-only binds, without a job folder."""
+    config = SandboxConfig()
+    args = [path, *bwrap._namespace_args(config), *bwrap._os_args()]
+    for folder in bwrap.python_binds():
+        args += ["--ro-bind", str(folder), str(folder)]
+    return [*args, "--", *argv]
+
+
+if __name__ == "__main__":
+    main()
