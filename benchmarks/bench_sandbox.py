@@ -1,6 +1,6 @@
 """Benchmark: what the sandbox adds to an evaluation's simulation, against the unsandboxed child.
 
-Both sides run the same simulator collector on the same small submission (kernel child and
+Both sides run the same simulator collector on `examples/softmax-ragged-defect` (kernel child and
 reference child at once), alternating so machine load hits both alike: `GRADER_SANDBOX=off`
 (separate children with rlimits, no bubblewrap) against bubblewrap (namespaces, binds, and a pids
 cgroup per child when running as root). Reports the median wall time per evaluation of each,
@@ -14,33 +14,21 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from evidence.nki.collector import SimulationCollector
 from evidence.sandbox import bwrap
 from evidence.sandbox.bwrap import sandbox_status
 from evidence.sandbox.config import SandboxConfig, SandboxMode
-from evidence.submission import Manifest, Submission
+from evidence.submission import Submission
 
-KERNEL = """import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
-
-@nki.jit
-def kernel(a, b):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(a.shape[0] // 128):
-        x = nl.load(a[i * 128:(i + 1) * 128, :])
-        y = nl.load(b[i * 128:(i + 1) * 128, :])
-        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(x, y))
-    return out
-"""
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "softmax-ragged-defect"
 
 
 def _submission() -> Submission:
-    manifest = Manifest.model_validate({
-        "task": {"id": "bench", "title": "bench"}, "kernel": {"file": "kernel.py", "entry": "kernel"},
-        "inputs": [{"name": "a", "shape": [256, 64]}, {"name": "b", "shape": [256, 64]}],
-        "reference": {"file": "ref.py", "entry": "ref"}})
-    return Submission(manifest=manifest, files={"kernel.py": KERNEL, "ref.py": "def ref(a, b):\n    return a + b\n"})
+    from grader.submission import load_submission
+
+    return load_submission(EXAMPLE)
 
 
 def _time(fn) -> float:
@@ -55,7 +43,7 @@ def main(rounds: int = 12) -> float:
     status = sandbox_status(SandboxConfig())
     assert status.available, status.detail
     for collector in modes.values():  # warm up: page cache, the status probe
-        assert any(i.kind == "sim.output" for i in collector.collect(sub))
+        assert any(i.kind == "sim.output" for i in collector.collect(sub))  # it ran
     times: dict[SandboxMode, list[float]] = {m: [] for m in modes}
     bare: dict[str, list[float]] = {"direct": [], "bwrap": []}
     argv = [sys.executable, "-s", "-c", "pass"]
