@@ -109,9 +109,12 @@ def worker(
     from grader.service.logs import configure_logging
     from grader.service.worker import Worker
 
+    from grader.sandbox import announce
+
     with _one_line_errors():
         settings, store = _open(False)
     configure_logging()
+    announce(settings)  # a worker runs submitted code: an unsandboxed one says so at start-up
     w = Worker(store, settings, parent_pid=parent)
     w.install_signal_handlers()
     w.run(max_jobs=max_jobs)
