@@ -158,10 +158,11 @@ def schema(names: list[str] = typer.Argument(None, help="model names (default: a
     _emit(json.dumps(schemas, indent=2, sort_keys=True), None)
 
 
-from grader.cli_calibration import calibrate  # noqa: E402 - after the app exists
+from grader.cli_calibration import audit, calibrate  # noqa: E402 - after the app exists
 from grader.cli_doctor import doctor  # noqa: E402
 
 app.command()(calibrate)
+app.command()(audit)
 app.command()(doctor)
 
 from grader.service.cli import register as _register_service  # noqa: E402  (serve, worker, keys, db, log)

@@ -48,6 +48,24 @@ def _write(path: Path, text: str) -> None:
         raise GraderError(f"cannot write: {exc.strerror}", where=str(path)) from exc
 
 
+def _setup(set_path: Path, rubric: str, executor: str, workers: int, address: str | None, no_store: bool, **overrides):
+    """Settings, executor, store, rubric and the validated set: everything checked before grading."""
+    from grader.consistency.executor import make_executor
+    from grader.consistency.goldset import load_gold_set
+    from grader.consistency.store import JsonFileStore
+    from grader.rubric import load_rubric
+    from grader.settings import Settings
+    from grader.submission import Limits
+
+    if overrides.pop("no_cache", False):
+        overrides["use_cache"] = False
+    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    ex = make_executor(executor, workers, address)
+    store = None if no_store else JsonFileStore(settings.data_dir)
+    rub = load_rubric(rubric)
+    return settings, ex, store, rub, load_gold_set(set_path, rub, limits=Limits.from_settings(settings))
+
+
 def calibrate(
     set_path: Path = typer.Argument(..., metavar="SET", help="calibration set folder (items with gold.toml)"),
     rubric: str = typer.Option("nki-kernel-review", "--rubric", help="rubric id or path"),
@@ -117,4 +135,57 @@ def calibrate(
         out.print(f"[red]item {i.item} not graded:[/] {i.error}", highlight=False)
     saved = "" if no_store else f"; saved as {report.id}"
     out.print(f"{'all gates pass' if report.passed else 'gates FAIL'} ({report.duration_s:.1f} s{saved})")
+    raise typer.Exit(0 if report.passed else 1)
+
+
+def audit(
+    set_path: Path = typer.Argument(..., metavar="SET", help="audit set folder (items with gold.toml)"),
+    against: Optional[str] = typer.Option(None, "--against", help="an earlier EPOCH (from the run store) or a report.json"),
+    rubric: str = typer.Option("nki-kernel-review", "--rubric", help="rubric id or path"),
+    drafter: Optional[str] = typer.Option(None, "--drafter", help="rules (offline default) or llm"),
+    model: Optional[str] = typer.Option(None, "--model", help="litellm model string"),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible endpoint"),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, max=16, help="samples per criterion"),
+    workers: int = typer.Option(1, "--workers", min=1, max=64, help="variants graded at once"),
+    executor: str = typer.Option("local", "--executor", help="local (process pool) or ray"),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)"),
+    perturbation: Optional[list[str]] = typer.Option(None, "--perturbation", help="rename, reorder, comments, injection (default: all)"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the JSON report to FILE"),
+    no_store: bool = typer.Option(False, "--no-store", help="do not save the audit in the data directory"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the model-reply cache"),
+) -> None:
+    """Re-grade SET: drift against earlier results, and perturbation invariance (exit 1 if unstable)."""
+    from grader.consistency.audit import run_audit
+    from grader.consistency.perturb import PERTURBATIONS
+    from grader.reports.calibration_table import audit_tables
+
+    try:
+        settings, ex, store, rub, gold = _setup(set_path, rubric, executor, workers, address, no_store, drafter=drafter,
+                                                model=model, api_base=api_base, samples=samples, no_cache=no_cache)
+        chosen = tuple(perturbation or PERTURBATIONS)
+        with _progress() as bar:
+            task = bar.add_task(f"auditing {set_path.name}", total=None, last="")
+            report = run_audit(gold, rubric=rub, settings=settings, executor=ex, against=against, perturbations=chosen,
+                               store=store, progress=lambda item, r: bar.update(task, advance=1, last=item))
+        if hasattr(ex, "shutdown"):
+            ex.shutdown()
+        if output:
+            _write(output, report.model_dump_json(indent=2))
+    except GraderError as exc:
+        _fail(exc.one_line())
+        return
+    out = Console(width=max(Console().width, 104))
+    for table in audit_tables(report):
+        out.print(table)
+    if report.injection:
+        missed = [r.item for r in report.injection if not r.detected]
+        raised = [f"{r.item} ({', '.join(r.raised)})" for r in report.injection if r.raised]
+        out.print(f"injection comment detected on {len(report.injection) - len(missed)}/{len(report.injection)} items"
+                  + (f"; [red]missed: {', '.join(missed)}[/]" if missed else "")
+                  + (f"; [red]raised scores: {'; '.join(raised)}[/]" if raised else "; never raised a score"), highlight=False)
+    for line in report.errors:
+        out.print(f"[red]not graded:[/] {line}", highlight=False)
+    saved = "" if no_store else f"; saved as {report.id}"
+    verdict = "stable" if report.passed else "UNSTABLE" if not report.invariant else "FAILED"
+    out.print(f"audit {verdict} ({report.duration_s:.1f} s{saved})")
     raise typer.Exit(0 if report.passed else 1)

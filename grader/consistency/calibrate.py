@@ -54,7 +54,7 @@ def outcome_of(c: CriterionDraft) -> Outcome:
     return c.status  # "not_applicable" | "unscored"
 
 
-def _outcomes(gold: GoldSet, rubric: Rubric, results: list[GradeResult]) -> list[ItemOutcome]:
+def item_outcomes(gold: GoldSet, rubric: Rubric, results: list[GradeResult]) -> list[ItemOutcome]:
     out = []
     for item, res in zip(gold.items, results):
         for crit in rubric.criteria:
@@ -86,7 +86,7 @@ def measure(outcomes: list[ItemOutcome], rubric: Rubric, gate_overrides: dict[st
     return per, overall
 
 
-def _record(item_id: str, res: GradeResult) -> ItemRecord:
+def item_record(item_id: str, res: GradeResult) -> ItemRecord:
     d: Draft | None = res.draft
     if d is None:
         return ItemRecord(item=item_id, error=res.error, duration_s=res.duration_s)
@@ -124,7 +124,7 @@ def run_calibration(
     executor = executor or LocalExecutor(1)
     start = time.perf_counter()
     results = grade_set(gold, rub, settings, executor, progress)
-    outcomes = _outcomes(gold, rub, results)
+    outcomes = item_outcomes(gold, rub, results)
     per, overall = measure(outcomes, rub, gate_overrides, resamples, seed)
     reviewer_part = None
     if review_scores:
@@ -143,7 +143,7 @@ def run_calibration(
         gates=Gates.model_validate({**rub.gates.model_dump(), **(gate_overrides or {})}),
         gate_overrides=dict(gate_overrides or {}),
         criteria=tuple(per), overall=overall, outcomes=tuple(outcomes),
-        items=tuple(_record(i.id, r) for i, r in zip(gold.items, results)), reviewers=reviewer_part,
+        items=tuple(item_record(i.id, r) for i, r in zip(gold.items, results)), reviewers=reviewer_part,
     )
     if store is not None:
         store.save_run(report)

@@ -118,13 +118,12 @@ class ReviewerCalibration(BaseModel):
     degradation: tuple[Degradation, ...]
 
 
-class CalibrationReport(BaseModel):
-    """A calibration run: per-criterion and overall agreement with gold, gates, per-item outcomes."""
+class RunReport(BaseModel):
+    """What calibration runs and audits share: the set, the grader epoch, agreement with gold, outcomes."""
 
     model_config = ConfigDict(frozen=True)
 
     version: int = REPORT_VERSION
-    kind: Literal["calibration"] = "calibration"
     id: str
     created_at: str
     set: SetRef
@@ -134,19 +133,10 @@ class CalibrationReport(BaseModel):
     executor: str = "local"
     workers: int = 1
     duration_s: float = 0.0
-    resamples: int
-    gates: Gates  # the rubric's gates after command-line overrides
-    gate_overrides: dict[str, float] = Field(default_factory=dict)
-    criteria: tuple[CriterionAgreement, ...]
+    criteria: tuple[CriterionAgreement, ...]  # agreement with the set's gold
     overall: CriterionAgreement
     outcomes: tuple[ItemOutcome, ...]
     items: tuple[ItemRecord, ...]
-    reviewers: ReviewerCalibration | None = None
-    notes: tuple[str, ...] = Field(default=())
-
-    @property
-    def passed(self) -> bool:
-        return all(c.verdict.passed for c in self.criteria) and self.overall.verdict.passed
 
     def criterion(self, criterion_id: str) -> CriterionAgreement:
         for c in self.criteria:
@@ -175,3 +165,17 @@ class CalibrationReport(BaseModel):
         """The report without what legitimately differs between identical runs (id, time, executor)."""
         return self.model_dump(mode="json", exclude={"id", "created_at", "duration_s", "executor", "workers"},
                                context=None) | {"items": [i.model_dump(mode="json", exclude={"duration_s"}) for i in self.items]}
+
+
+class CalibrationReport(RunReport):
+    """A calibration run: per-criterion and overall agreement with gold, gates, per-item outcomes."""
+
+    kind: Literal["calibration"] = "calibration"
+    resamples: int
+    gates: Gates  # the rubric's gates after command-line overrides
+    gate_overrides: dict[str, float] = Field(default_factory=dict)
+    reviewers: ReviewerCalibration | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(c.verdict.passed for c in self.criteria) and self.overall.verdict.passed

@@ -150,11 +150,17 @@ class JsonFileStore:
         return [_summary(r) for r in self._filtered(self._all("audit", AuditReport), epoch, rubric)]
 
 
-def load_report_file(path: str | Path) -> CalibrationReport:
-    """A calibration report written with `grader calibrate -o FILE`."""
+def load_report_file(path: str | Path) -> CalibrationReport | AuditReport:
+    """A report written with `grader calibrate -o FILE` or `grader audit -o FILE` (told apart by `kind`)."""
+    from grader.consistency.audit_report import AuditReport
     from grader.consistency.report import CalibrationReport
 
     try:
-        return CalibrationReport.model_validate_json(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValidationError, ValueError) as exc:
-        raise StoreError(f"not a calibration report: {str(exc).splitlines()[0]}", where=str(path)) from exc
+        text = Path(path).read_text(encoding="utf-8")
+        kind = json.loads(text).get("kind")
+        model = {"calibration": CalibrationReport, "audit": AuditReport}.get(kind)
+        if model is None:
+            raise ValueError(f"kind {kind!r} is neither 'calibration' nor 'audit'")
+        return model.model_validate_json(text)
+    except (OSError, ValidationError, ValueError, AttributeError) as exc:
+        raise StoreError(f"not a calibration or audit report: {str(exc).splitlines()[0]}", where=str(path)) from exc

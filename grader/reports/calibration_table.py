@@ -63,3 +63,33 @@ def reviewers_table(rc: ReviewerCalibration, report: CalibrationReport) -> list[
         deg.add_row(d.criterion_id, num(d.model_qwk), num(d.human_qwk), num(d.qwk), num(d.human_alpha),
                     "[red]below gate[/]" if d.flagged else "")
     return [cert, deg]
+
+
+def audit_tables(report) -> list[Table]:
+    """Perturbation stability per criterion and perturbation, unstable cases, injection and drift."""
+    perts = list(dict.fromkeys(r.perturbation for r in report.perturbation))
+    stab = Table("criterion", *perts, title=f"Perturbation stability on {report.set.name} ({report.set.items} items, "
+                 f"{report.graded_variants} variants graded)", title_justify="left")
+    for crit in dict.fromkeys(r.criterion_id for r in report.perturbation):
+        cells = []
+        for p in perts:
+            row = next(r for r in report.perturbation if r.perturbation == p and r.criterion_id == crit)
+            text = f"{pct(row.rate)} ({row.stable}/{row.n})" if row.n else "n/a"
+            cells.append(text if row.rate in (None, 1.0) else f"[red]{text}[/]")
+        stab.add_row(crit, *cells)
+    tables = [stab]
+    if report.unstable:
+        cases = Table("item", "perturbation", "criterion", "original", "perturbed", title="Unstable cases", title_justify="left")
+        for c in report.unstable:
+            cases.add_row(c.item, c.perturbation, c.criterion_id, str(c.original), str(c.perturbed))
+        tables.append(cases)
+    if report.drift:
+        d = report.drift
+        drift = Table("criterion", "n", "changed", "QWK between epochs", "exact",
+                      title=f"Drift against {d.against} ({d.against_epoch}{', same epoch' if d.same_epoch else ''})",
+                      title_justify="left")
+        for r in d.rows:
+            drift.add_row(r.criterion_id, str(r.n), str(r.changed) if not r.changed else f"[yellow]{r.changed}[/]",
+                          num(r.qwk), pct(r.exact))
+        tables.append(drift)
+    return tables
