@@ -77,7 +77,7 @@ class RayExecutor:
         if self.address:
             kwargs["address"] = self.address
         else:
-            kwargs["num_cpus"] = self.workers
+            kwargs.update(num_cpus=self.workers, object_store_memory=256 * 2**20)  # a small local instance
         self.ray.init(**kwargs)
         self._started = True
 
