@@ -47,8 +47,8 @@ class GateVerdict(BaseModel):
 
 def _check(gate: str, label: str, value: float | None, threshold: float, *, at_least: bool,
            absolute: bool = False, pct: bool = False, why_undefined: str = "undefined") -> GateCheck:
-    def fmt(x: float) -> str:
-        return f"{x:.0%}" if pct else f"{x:.2f}"
+    def fmt(x: float, digits: int = 0) -> str:
+        return f"{x:.{digits}%}" if pct else f"{x:.{digits + 2}f}"
 
     if value is None:
         return GateCheck(gate=gate, value=None, threshold=threshold, passed=False, text=f"{label} {why_undefined}")
@@ -56,7 +56,11 @@ def _check(gate: str, label: str, value: float | None, threshold: float, *, at_l
     passed = shown >= threshold if at_least else shown <= threshold
     sign = (">=" if passed else "<") if at_least else ("<=" if passed else ">")
     name = f"|{label}|" if absolute else label
-    return GateCheck(gate=gate, value=value, threshold=threshold, passed=passed, text=f"{name} {fmt(shown)} {sign} {fmt(threshold)}")
+    digits = 0
+    while digits < 3 and fmt(shown, digits) == fmt(threshold, digits) and shown != threshold:
+        digits += 1  # never print "0.70 < 0.70": show the digit that decides
+    return GateCheck(gate=gate, value=value, threshold=threshold, passed=passed,
+                     text=f"{name} {fmt(shown, digits)} {sign} {fmt(threshold, digits)}")
 
 
 def judge(agreement: Agreement, unscored_rate: float | None, gates: Gates) -> GateVerdict:

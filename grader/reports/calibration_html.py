@@ -37,6 +37,8 @@ def heatmaps_png(panels: list[CriterionAgreement], labels: list[int]) -> str:
     matplotlib.use("Agg")  # no display; must precede pyplot
     import matplotlib.pyplot as plt
 
+    if not panels:
+        return ""
     cols = min(HEATMAP_COLUMNS, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 3.0 * rows), squeeze=False)
@@ -76,7 +78,9 @@ def render_calibration_html(report: CalibrationReport, *, disagreements: int = 1
     except GraderError:  # a stored run of a rubric no longer installed still renders, with ids only
         titles = {}
     return _env().get_template("calibration.html.j2").render(
-        r=report, titles=titles, rows=[*report.criteria, report.overall], heatmap=heatmaps_png([*report.criteria, report.overall], labels),
+        r=report, titles=titles, rows=[*report.criteria, report.overall],
+        heatmap=heatmaps_png([c for c in (*report.criteria, report.overall) if c.agreement.n], labels),
+        no_pairs=[c.criterion_id for c in report.criteria if not c.agreement.n],
         worst=report.disagreements(disagreements),
         failures=[c for c in (*report.criteria, report.overall) if not c.verdict.passed],
     )
