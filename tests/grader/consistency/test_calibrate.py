@@ -81,15 +81,27 @@ def test_disagreements_sorted_by_distance(run):
 
 
 @pytest.mark.slow
-def test_cli_writes_json_and_exits_1_when_a_gate_fails(tmp_path):
-    out = tmp_path / "report.json"
+def test_cli_writes_json_and_html_with_reviewers_and_exits_1_when_a_gate_fails(tmp_path):
+    out, html, reviews = tmp_path / "report.json", tmp_path / "report.html", tmp_path / "reviews.csv"
+    rows = ["reviewer,item,criterion,score"]
+    for item in ("matmul-reload", "softmax-ragged", "softmax-masked"):
+        rows += [f"ann,{item},kernel_correctness,{5 if item != 'softmax-ragged' else 2}", f"ann,{item},tiling,4"]
+    reviews.write_text("\n".join(rows) + "\n")
     result = CliRunner().invoke(app, ["calibrate", str(mini_set()), "--resamples", "50", "--workers", "2",
-                                      "-o", str(out), "--no-store"])
+                                      "-o", str(out), "--html", str(html), "--reviewers", str(reviews), "--no-store"])
     assert result.exit_code == 1, result.output
     assert "benchmarking: failed gate: n 1 < 5 scored gold items" in result.stdout
     assert "gates FAIL" in result.stdout and "overall" in result.stdout
+    assert "Reviewer certification (reviews.csv)" in result.stdout and "Degradation" in result.stdout
     data = json.loads(out.read_text())
     assert data["kind"] == "calibration" and data["workers"] == 2 and len(data["criteria"]) == len(RUBRIC.criteria)
+    ann = data["reviewers"]["reviewers"][0]
+    assert ann["reviewer"] == "ann" and ann["items"] == 3
+    correctness = next(c for c in ann["criteria"] if c["criterion_id"] == "kernel_correctness")
+    assert correctness["agreement"]["exact"]["value"] == 1.0  # ann matches gold on correctness
+    assert correctness["verdict"]["summary"] == "failed gate: n 3 < 5 scored gold items"  # but graded too few
+    page = html.read_text()
+    assert "Reviewer certification (reviews.csv)" in page and "data:image/png;base64," in page
 
 
 def _invoke(*args):
