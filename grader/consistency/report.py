@@ -99,6 +99,7 @@ class Degradation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     criterion_id: str
+    n: int  # reviewed items with a gold score and a drafted score
     model_qwk: float | None
     human_qwk: float | None  # mean over reviewers
     qwk: float | None  # model - human

@@ -85,7 +85,7 @@ def calibrate_reviewers(scores: list[ReviewerScore], gold: GoldSet, rubric: Rubr
         deg = _diff(model_qwk, human_qwk)
         gates = rubric.gates_for(crit.id, gate_overrides)
         degradation.append(Degradation(
-            criterion_id=crit.id, model_qwk=model_qwk, human_qwk=human_qwk, qwk=deg,
+            criterion_id=crit.id, n=len(model_pairs), model_qwk=model_qwk, human_qwk=human_qwk, qwk=deg,
             model_exact=model_exact, human_exact=human_exact, exact=_diff(model_exact, human_exact),
             human_alpha=stats.alpha(ratings, labels), flagged=deg is not None and deg < gates.degradation_min,
         ))

@@ -57,10 +57,10 @@ def reviewers_table(rc: ReviewerCalibration, report: CalibrationReport) -> list[
         marks = ["[green]certified[/]" if c.verdict.passed else f"[red]{c.verdict.summary.removeprefix('failed gate: ')}[/]"
                  for c in rep.criteria]
         cert.add_row(rep.reviewer, str(rep.items), with_ci(rep.overall.agreement.qwk), *marks)
-    deg = Table("criterion", "model QWK", "human QWK", "degradation", "human alpha", "flag",
+    deg = Table("criterion", "n", "model QWK", "human QWK", "degradation", "human alpha", "flag",
                 title="Degradation (model-gold minus human-gold, on the reviewed items)", title_justify="left")
     for d in rc.degradation:
-        deg.add_row(d.criterion_id, num(d.model_qwk), num(d.human_qwk), num(d.qwk), num(d.human_alpha),
+        deg.add_row(d.criterion_id, str(d.n), num(d.model_qwk), num(d.human_qwk), num(d.qwk), num(d.human_alpha),
                     "[red]below gate[/]" if d.flagged else "")
     return [cert, deg]
 
