@@ -14,6 +14,7 @@ from evidence.static.engine import Analysis, analyze
 from evidence.static.facts import FACT_KINDS, fact_items, finding_items, rule_kinds
 from evidence.static.framework import load_rules
 from evidence.static.model import InputBinding
+from evidence.static.practices import PRACTICE_KINDS, practice_items
 from evidence.submission import Submission
 
 STATIC_VERSION = "1"
@@ -48,7 +49,7 @@ def kernel_analysis(submission: Submission) -> Analysis:
 class NkiStaticCollector(Collector):
     name = "nki-static"
     version = STATIC_VERSION
-    kinds = {**FACT_KINDS, **rule_kinds(load_rules())}
+    kinds = {**FACT_KINDS, **PRACTICE_KINDS, **rule_kinds(load_rules())}
 
     def applies(self, submission: Submission) -> bool:
         return submission.manifest.kernel.file.endswith(".py")
@@ -58,7 +59,7 @@ class NkiStaticCollector(Collector):
         # The analysis is cached per source: these are the seconds it took when it ran.
         self.timings = {"analysis": a.seconds, "rules": sum(a.timings.values())}
         rules = {r.id: r for r in load_rules()}
-        return fact_items(a, self.analyzer) + finding_items(a, rules, self.analyzer)
+        return fact_items(a, self.analyzer) + practice_items(a, self.analyzer) + finding_items(a, rules, self.analyzer)
 
 
 class CudaStaticCollector(Collector):

@@ -23,7 +23,8 @@ from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.positions import TRACKED, AstLines, child_fields
 from evidence.static.scope import Scope, entry_scope
-from evidence.static.shapes import Binding, Dtype, LoopVar, Tensor
+from evidence.static.rulekit import matmul_operands
+from evidence.static.shapes import MATMUL_CALLS, Binding, Dtype, LoopVar, Tensor
 
 _KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace", "nki_jit", "kernel")
 _ITERATORS = {
@@ -31,6 +32,12 @@ _ITERATORS = {
     "nl.static_range": "static_range", "range": "range", "nl.dynamic_range": "sequential_range",
 }
 _NESTING = (cst.If, cst.While, cst.With, cst.Try, cst.For)
+# Reductions and statistics whose operands the facts need (their dtypes, their reduce_res).
+_KEEP_OPERANDS = frozenset({
+    "nl.sum", "nl.max", "nl.min", "nl.mean", "nl.var", "nisa.tensor_reduce", "nisa.bn_stats", "nisa.bn_aggr",
+    "nisa.tensor_partition_reduce", "nisa.tensor_tensor_scan", "nisa.activation_reduce", "nisa.tensor_scalar_reduce",
+    "nisa.activation",
+})
 
 
 class StaticAnalysisError(ValueError):
@@ -432,6 +439,12 @@ class Engine(cst.CSTVisitor):
         start, end = self.lines(node)
         info = CallInfo(node, name, value, start, end, tuple(self.loop_stack), self.function, deps, names,
                         self.nesting[-1])
+        if name in _KEEP_OPERANDS or name in MATMUL_CALLS:
+            positional = (str(i) for i in range(len(node.args)))
+            info.operands = {a.keyword.value if a.keyword is not None else next(positional): v
+                             for a in node.args if isinstance(v := self.value(a.value), Tensor)}
+            if name in MATMUL_CALLS:
+                info.matmul = matmul_operands(self, info)[:2]
         fn = self.function
         if fn is not None:
             fn.calls.append(info)

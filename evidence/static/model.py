@@ -72,6 +72,11 @@ class CallInfo:
     deps: frozenset[int]
     names: frozenset[str]
     nested: int  # enclosing for/if/while/with blocks inside the function
+    # Kept for the facts of matmuls and reductions (evaluated while their scope was live):
+    # the tensors a call reads or writes by keyword or position ("0", "1", ...), and a matmul's
+    # (stationary, moving).
+    operands: dict[str, object] = field(default_factory=dict)
+    matmul: tuple[object, object] | None = None
 
     @property
     def loop(self) -> LoopInfo | None:
