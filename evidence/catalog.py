@@ -13,9 +13,11 @@ from functools import cache
 
 import evidence
 from evidence.collector import Collector, concrete_collectors
+from evidence.corroborate import CONFLICT_DOC, CONFLICT_KIND
 
 # Kinds produced by the framework itself rather than by a collector.
-FRAMEWORK_KINDS = {"analyzer_failure": "a collector crashed or timed out; its evidence is missing"}
+FRAMEWORK_KINDS = {"analyzer_failure": "a collector crashed or timed out; its evidence is missing",
+                   CONFLICT_KIND: CONFLICT_DOC}
 
 
 def _is_collector_module(name: str) -> bool:

@@ -9,17 +9,19 @@ from typing import Any
 
 from evidence.catalog import load_collectors
 from evidence.collector import Collector
+from evidence.corroborate import CORROBORATED, CORROBORATION_VERSION, corroborate
 from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, dedupe_ids, make_id, sort_items
 from evidence.submission import Submission
 
 
-def _failure(collector: Collector, exc: BaseException) -> AnalyzerFailure:
+def _failure(collector: Collector | str, exc: BaseException) -> AnalyzerFailure:
     tail = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
     where = f" (at {tail[0].filename.rsplit('/', 1)[-1]}:{tail[0].lineno})" if tail else ""
     message = (str(exc).splitlines() or [""])[0][:500]
+    name, analyzer = (collector, collector) if isinstance(collector, str) else (collector.name, collector.analyzer)
     return AnalyzerFailure(
-        id=make_id("failure", collector.name),
-        analyzer=collector.analyzer,
+        id=make_id("failure", name),
+        analyzer=analyzer,
         error_type=type(exc).__name__,
         message=f"{message}{where}",
     )
@@ -60,6 +62,12 @@ def gather(
         timings[cls.name] = round(time.perf_counter() - start, 6)
         for stage, seconds in collector.timings.items():
             timings[f"{cls.name}.{stage}"] = round(seconds, 6)
+    if any(i.kind in CORROBORATED for i in items):  # static findings against the trace
+        analyzers["corroboration"] = CORROBORATION_VERSION
+        try:
+            items = corroborate(items)
+        except Exception as exc:  # the boundary: the findings stay as they were, the failure is recorded
+            failures.append(_failure(f"corroboration@{CORROBORATION_VERSION}", exc))
     return EvidenceBundle(
         submission_hash=submission.content_hash,
         items=sort_items(dedupe_ids(items)),

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from evidence.collector import Collector
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.sim_evidence import SimEvidence
+from evidence.nki.trace_items import TRACE_FACT_KINDS
 from evidence.sandbox.bwrap import sandbox_status
 from evidence.sandbox.config import SandboxConfig
 from evidence.sandbox.jobs import run_job
@@ -36,6 +37,7 @@ SIM_KINDS = {
     "sim.reference_error": "the submission's reference function failed",
     "sim.refused": "the submission was not executed: its code reaches the system or the interpreter's internals "
                    "(see the security items)",
+    **TRACE_FACT_KINDS,
 }
 
 

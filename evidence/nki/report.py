@@ -34,6 +34,7 @@ class LineStat(BaseModel):
     dma_count: int
     dma_bytes: int
     redundant_hbm_read_bytes: int
+    dma_partitions_mean: float = 0.0
 
 
 class Report(BaseModel):
@@ -55,6 +56,7 @@ class Report(BaseModel):
     dma_bytes: int
     dma_bytes_mean: float
     dma_small_count: int  # transfers moving < 512 B per partition
+    dma_bytes_per_partition_mean: float = 0.0  # bytes moved per partition per transfer
     dma_size_histogram: dict[str, int]  # "<=N bytes" power-of-two buckets -> transfers
     redundant_hbm_read_bytes: int
     matmul_flops: int
@@ -101,6 +103,7 @@ def build_report(st: State) -> Report:
         dma_bytes=agg.dma_bytes,
         dma_bytes_mean=agg.dma_bytes / agg.dma_count if agg.dma_count else 0.0,
         dma_small_count=agg.dma_small,
+        dma_bytes_per_partition_mean=round(agg.dma_bytes / agg.dma_partition_sum, 3) if agg.dma_partition_sum else 0.0,
         dma_size_histogram={f"<={k}": v for k, v in sorted(agg.dma_hist.items())},
         redundant_hbm_read_bytes=st.redundant_bytes,
         matmul_flops=agg.flops,
@@ -117,11 +120,12 @@ def build_report(st: State) -> Report:
 
 def _line_stats(lines: dict[tuple, list]) -> tuple[LineStat, ...]:
     out = []
-    for (file, line), (eng, n, psum, pmin, fsum, tiny, dmas, dbytes, red) in lines.items():
+    for (file, line), (eng, n, psum, pmin, fsum, tiny, dmas, dbytes, red, dparts) in lines.items():
         out.append(LineStat(
             file=file, line=line, engine=eng, instructions=n, partitions_mean=round(psum / n, 3) if n else 0.0,
             partitions_min=pmin if n else 0, free_elements_mean=round(fsum / n, 3) if n else 0.0,
             tiny_instructions=tiny, dma_count=dmas, dma_bytes=dbytes, redundant_hbm_read_bytes=red,
+            dma_partitions_mean=round(dparts / dmas, 3) if dmas else 0.0,
         ))
     return tuple(sorted(out, key=lambda s: (s.file or "", s.line)))
 

@@ -13,6 +13,7 @@ import numpy as np
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.host_access import HOST_COMPUTE, INPUT_MUTATION
 from evidence.nki.report import Report
+from evidence.nki.trace_items import trace_fact_items
 from evidence.numerics.compare import coarser_dtype, compare
 from evidence.sandbox.kinds import security_item
 from evidence.sandbox.outcome import ChildOutcome
@@ -109,6 +110,7 @@ class SimEvidence:
             out += [self.finding_item(f, entry_loc) for f in report.findings]
         if k.status == "ok" and report is not None:
             out.append(self.trace_item(report, entry_loc))
+            out += trace_fact_items(report, self.kfile, self.analyzer, entry_loc, lambda file, line: self.loc(file, line))
             if r.status == "ok":
                 out += self.output_items(kernel, reference, entry_loc)
         return out

@@ -65,8 +65,9 @@ class Aggregate:
     compute_instr: int = 0
     free_sum: float = 0.0  # elements per partition, summed over compute instructions
     tiny_instr: int = 0  # compute instructions on <= TINY_FREE_ELEMENTS elements per partition
+    dma_partition_sum: int = 0  # partitions moved, summed over DMAs (for bytes per partition)
     # (file, line) -> [engine of the first instruction, compute instructions, partition sum, min partitions,
-    #                  free-elements sum, tiny instructions, DMAs, DMA bytes, redundant HBM bytes]
+    #                  free-elements sum, tiny instructions, DMAs, DMA bytes, redundant HBM bytes, DMA partitions]
     lines: dict[tuple, list] = field(default_factory=dict)
 
     def add(self, ev: TraceEvent) -> None:
@@ -84,7 +85,7 @@ class Aggregate:
         self.flops += ev.flops
         at = self.lines.get((ev.file, ev.line))
         if at is None:
-            at = self.lines[(ev.file, ev.line)] = [eng, 0, 0, 1 << 30, 0.0, 0, 0, 0, 0]
+            at = self.lines[(ev.file, ev.line)] = [eng, 0, 0, 1 << 30, 0.0, 0, 0, 0, 0, 0]
         if eng == "dma":
             moved = max(r[0] + r[1] + r[2], w[0] + w[1] + w[2])
             self.dma_count += 1
@@ -93,9 +94,11 @@ class Aggregate:
             self.dma_hist[bucket] = self.dma_hist.get(bucket, 0) + 1
             if moved < SMALL_DMA_BYTES_PER_PARTITION * max(ev.partitions, 1):
                 self.dma_small += 1
+            self.dma_partition_sum += ev.partitions
             at[6] += 1
             at[7] += moved
             at[8] += ev.redundant
+            at[9] += ev.partitions
         else:
             parts = ev.partitions
             free = ev.elements / (parts or 1)

@@ -1,0 +1,120 @@
+"""Static findings checked against the simulation's trace, after every collector has run.
+
+A static rule reads the source; the simulator ran it. Where a finding claims something the trace
+measures, the finding gets a label `trace` = `confirmed` | `contradicted` | `unchecked` (no trace, or
+the flagged code never issued an instruction), and a contradiction becomes an `evidence.conflict`
+item citing both sides, for a reviewer to settle. Rubrics cap hard only on findings the trace does
+not contradict. What each rule claims and how the trace answers it:
+
+- `thread-emulation` (loop form) and `per-element-loop`: the compute instructions issued inside the
+  flagged loop use few partitions / a tiny free size per instruction (`sim.line`). A `[1, N]` row
+  broadcast to 128 partitions is contradicted: its compute runs on 128 partitions.
+- `thread-emulation` (one SPMD instance per row or block): the kernel's mean partition use (`sim.trace`).
+- `partition-over-128`, `psum-over-bank`, `matmul-operand-limits` ("the compiler rejects this"): the
+  simulator enforces the same limits, so a line that executed while the simulation ran to the end
+  contradicts the finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from evidence.model import EvidenceItem, Location, Severity, make_id
+
+CORROBORATION_VERSION = "1"
+CONFLICT_KIND = "evidence.conflict"
+CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
+                "items on each side; rule; reason): a reviewer decides which is right")
+# A loop whose compute instructions average at least this many partitions is not one-partition work.
+BROAD_PARTITIONS = 64
+_LIMIT_RULES = ("nki.partition-over-128", "nki.psum-over-bank", "nki.matmul-operand-limits")
+CORROBORATED = ("nki.thread-emulation", "nki.per-element-loop", *_LIMIT_RULES)
+
+
+class _Trace:
+    """The parts of the bundle the checks read."""
+
+    def __init__(self, items: list[EvidenceItem]) -> None:
+        self.lines = {(i.location.file, i.location.start_line): i for i in items
+                      if i.kind == "sim.line" and i.location is not None}
+        self.summary = next((i for i in items if i.kind == "sim.trace"), None)
+        self.completed = self.summary is not None and not any(i.kind == "sim.error" for i in items)
+        self.loops = {(i.location.file, i.location.start_line): i.location.end_line for i in items
+                      if i.kind == "nki.loop" and i.location is not None}
+
+    def span(self, file: str, start: int, end: int) -> list[EvidenceItem]:
+        return [i for (f, line), i in self.lines.items() if f == file and start <= line <= end]
+
+    def loop_span(self, finding: EvidenceItem) -> tuple[int, int]:
+        loc = finding.location
+        assert loc is not None
+        first = int(finding.metrics.get("loop_line", loc.start_line))
+        return first, max(self.loops.get((loc.file, first), loc.end_line), loc.end_line)
+
+
+def _mean(lines: list[EvidenceItem], metric: str) -> tuple[float, float]:
+    """(instruction-weighted mean of a per-line metric, compute instructions) over lines."""
+    n = sum(i.metrics.get("instructions", 0) for i in lines)
+    if not n:
+        return 0.0, 0.0
+    return sum(i.metrics.get(metric, 0) * i.metrics.get("instructions", 0) for i in lines) / n, n
+
+
+def _verdict(item: EvidenceItem, trace: _Trace) -> tuple[str, str, list[str]]:
+    """(verdict, reason, ids of the trace items it rests on)."""
+    loc = item.location
+    if trace.summary is None or loc is None:
+        return "unchecked", "no simulation trace", []
+    if item.kind == "nki.thread-emulation" and item.labels.get("pattern", "").startswith("spmd_"):
+        parts = trace.summary.metrics.get("partition_utilisation", 0.0) * 128
+        verdict = "confirmed" if parts < BROAD_PARTITIONS else "contradicted"
+        return verdict, f"compute instructions use {parts:.0f} of 128 partitions on average", [trace.summary.id]
+    if item.kind in ("nki.thread-emulation", "nki.per-element-loop"):
+        start, end = trace.loop_span(item)
+        lines = trace.span(loc.file, start, end)
+        if item.kind == "nki.thread-emulation":
+            parts, n = _mean(lines, "partitions_mean")
+            if not n:
+                return "unchecked", f"no compute instruction ran in lines {start}-{end}", []
+            verdict = "confirmed" if parts < BROAD_PARTITIONS else "contradicted"
+            return verdict, f"the {n:.0f} compute instructions of lines {start}-{end} use {parts:.0f} partitions on " \
+                            "average", [i.id for i in lines if i.metrics.get("instructions")]
+        tiny = sum(i.metrics.get("tiny_instructions", 0) for i in lines)
+        n = sum(i.metrics.get("instructions", 0) for i in lines)
+        if not n:
+            return "unchecked", f"no compute instruction ran in lines {start}-{end}", []
+        verdict = "confirmed" if tiny >= 0.5 * n and tiny >= 64 else "contradicted"
+        return verdict, f"{tiny:.0f} of the {n:.0f} compute instructions of lines {start}-{end} are tiny " \
+                        "(<= 4 elements per partition)", [i.id for i in lines if i.metrics.get("instructions")]
+    # "the compiler rejects this": the simulator enforces the same limit
+    ran = trace.span(loc.file, loc.start_line, loc.end_line)
+    if not ran:
+        return "unchecked", f"lines {loc.start_line}-{loc.end_line} issued no instruction in the simulation", []
+    if trace.completed:
+        return "contradicted", (f"the simulator, which enforces this limit, executed lines {loc.start_line}-"
+                                f"{loc.end_line} and finished without error"), [i.id for i in ran]
+    return "confirmed", "the simulation stopped with an error", [i.id for i in ran]
+
+
+def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{CORROBORATION_VERSION}") -> list[EvidenceItem]:
+    """The items with every corroborable static finding labelled, plus one conflict item per contradiction."""
+    items = list(items)
+    trace = _Trace(items)
+    out: list[EvidenceItem] = []
+    for item in items:
+        if item.kind not in CORROBORATED:
+            out.append(item)
+            continue
+        verdict, reason, dynamic = _verdict(item, trace)
+        out.append(item.model_copy(update={"labels": {**item.labels, "trace": verdict, "trace_reason": reason}}))
+        if verdict == "contradicted":
+            loc = item.location or Location(file="?", start_line=1, end_line=1)
+            out.append(EvidenceItem(
+                id=make_id(CONFLICT_KIND, item.id), kind=CONFLICT_KIND, analyzer=analyzer, severity=Severity.medium,
+                title=f"{item.kind} at {loc} is contradicted by the simulation: {reason}",
+                detail=f"Static: {item.title}. Trace: {reason}. One of the two analyzers misreads this code; the "
+                       "finding caps nothing until a reviewer settles it.",
+                location=item.location,
+                labels={"static": item.id, "dynamic": ",".join(dynamic), "rule": item.kind, "reason": reason},
+            ))
+    return out

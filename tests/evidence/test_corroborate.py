@@ -1,0 +1,104 @@
+"""Static findings checked against the trace (issue 10.3): confirmed, contradicted (with a conflict item), unchecked."""
+
+from __future__ import annotations
+
+from evidence.corroborate import CONFLICT_KIND, corroborate
+from evidence.gather import gather
+from evidence.model import EvidenceItem, Location
+from evidence.submission import Manifest, Submission
+
+
+def _item(kind, line, end=None, metrics=None, labels=None, ident=None):
+    return EvidenceItem(id=ident or f"{kind}:k.py:{line}", kind=kind, analyzer="t@1", title=kind,
+                        location=Location(file="k.py", start_line=line, end_line=end or line),
+                        metrics=metrics or {}, labels=labels or {})
+
+
+TRACE = _item("sim.trace", 5, metrics={"partition_utilisation": 1.0}, ident="sim.trace:k.py")
+LOOP = _item("nki.loop", 8, 14)
+
+
+def _line(line, instructions, partitions, tiny=0):
+    return _item("sim.line", line, metrics={"instructions": instructions, "partitions_mean": partitions,
+                                            "tiny_instructions": tiny})
+
+
+def _by_kind(items):
+    return {i.kind: i for i in items}
+
+
+def test_one_partition_loop_claim_against_128_partition_compute_is_a_conflict():
+    finding = _item("nki.thread-emulation", 10, metrics={"loop_line": 8}, labels={"pattern": "loop"})
+    out = _by_kind(corroborate([TRACE, LOOP, finding, _line(10, 0, 0), _line(12, 4, 128.0)]))
+    assert out["nki.thread-emulation"].labels["trace"] == "contradicted"
+    conflict = out[CONFLICT_KIND]
+    assert conflict.labels["static"] == finding.id and conflict.labels["dynamic"] == "sim.line:k.py:12"
+    assert conflict.location == finding.location and "128 partitions" in conflict.title
+
+
+def test_one_partition_compute_confirms_the_claim_without_a_conflict():
+    finding = _item("nki.thread-emulation", 10, metrics={"loop_line": 8}, labels={"pattern": "loop"})
+    out = corroborate([TRACE, LOOP, finding, _line(11, 512, 1.0)])
+    assert _by_kind(out)["nki.thread-emulation"].labels["trace"] == "confirmed"
+    assert CONFLICT_KIND not in _by_kind(out)
+
+
+def test_spmd_instances_are_judged_by_the_kernels_partition_use():
+    finding = _item("nki.thread-emulation", 10, labels={"pattern": "spmd_instance_per_row"})
+    narrow = TRACE.model_copy(update={"metrics": {"partition_utilisation": 1 / 128}})
+    assert _by_kind(corroborate([narrow, finding]))["nki.thread-emulation"].labels["trace"] == "confirmed"
+    assert _by_kind(corroborate([TRACE, finding]))["nki.thread-emulation"].labels["trace"] == "contradicted"
+
+
+def test_per_element_loops_need_mostly_tiny_instructions():
+    finding = _item("nki.per-element-loop", 11, metrics={"loop_line": 8})
+    walked = corroborate([TRACE, LOOP, finding, _line(11, 2048, 128.0, tiny=2048)])
+    assert _by_kind(walked)["nki.per-element-loop"].labels["trace"] == "confirmed"
+    wide = corroborate([TRACE, LOOP, finding, _line(11, 16, 128.0, tiny=0)])
+    assert _by_kind(wide)["nki.per-element-loop"].labels["trace"] == "contradicted"
+
+
+def test_a_compiler_limit_claim_on_a_line_the_simulator_ran_through_is_contradicted():
+    finding = _item("nki.partition-over-128", 12)
+    assert _by_kind(corroborate([TRACE, finding, _line(12, 1, 128.0)]))["nki.partition-over-128"].labels["trace"] == "contradicted"
+    stopped = corroborate([TRACE, _item("sim.error", 12), finding, _line(12, 1, 128.0)])
+    assert _by_kind(stopped)["nki.partition-over-128"].labels["trace"] == "confirmed"
+    assert _by_kind(corroborate([TRACE, finding]))["nki.partition-over-128"].labels["trace"] == "unchecked"
+
+
+def test_without_a_trace_every_claim_is_unchecked():
+    finding = _item("nki.thread-emulation", 10, metrics={"loop_line": 8}, labels={"pattern": "loop"})
+    (out,) = corroborate([finding])
+    assert out.labels["trace"] == "unchecked" and out.labels["trace_reason"] == "no simulation trace"
+
+
+BIAS_PER_BATCH = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def kernel(x, bias):
+    B, P, F = x.shape
+    out = nl.ndarray((B, P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(B):
+        t = nl.load(x[b])
+        row = nl.load(bias[b:b + 1, :])
+        y = nl.add(t, nl.broadcast_to(row, shape=(P, F)))
+        nl.store(out[b], value=y)
+    return out
+"""
+
+
+def test_a_per_batch_bias_row_broadcast_to_128_partitions_is_not_thread_emulation():
+    """Static sees a 1-partition load that moves with the loop; the trace sees 128-partition work."""
+    manifest = Manifest.model_validate({
+        "task": {"id": "t", "title": "t"}, "kernel": {"file": "kernel.py", "entry": "kernel"},
+        "inputs": [{"name": "x", "shape": [4, 128, 256]}, {"name": "bias", "shape": [4, 256]}],
+        "reference": {"file": "ref.py", "entry": "ref"}})
+    ref = "def ref(x, bias):\n    return x + bias[:, None, :]\n"
+    bundle = gather(Submission(manifest=manifest, files={"kernel.py": BIAS_PER_BATCH, "ref.py": ref}))
+    (finding,) = bundle.of_kind("nki.thread-emulation")
+    assert finding.location.start_line == 11 and finding.labels["trace"] == "contradicted"
+    (conflict,) = bundle.of_kind(CONFLICT_KIND)
+    assert conflict.labels["static"] == finding.id and "sim.line:kernel.py:12" in conflict.labels["dynamic"]
+    assert bundle.analyzers["corroboration"] == "1"
