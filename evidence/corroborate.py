@@ -13,6 +13,12 @@ not contradict. What each rule claims and how the trace answers it:
 - `partition-over-128`, `psum-over-bank`, `matmul-operand-limits` ("the compiler rejects this"): the
   simulator enforces the same limits, so a line that executed while the simulation ran to the end
   contradicts the finding.
+
+Precision findings (`low-precision-accumulator`, `unstable-variance`) are about dtype choices, which
+the trace cannot contradict; they get a label `measured` = `shown` when an output's relative L2 error
+exceeds half a unit roundoff of its dtype (more than the final rounding alone produces: about 0.4 of a
+unit roundoff), `not_shown` when every output stays within it, `unchecked` without outputs. A rubric
+lowers numerical correctness for such a finding only when the error shows.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: st
 BROAD_PARTITIONS = 64
 _LIMIT_RULES = ("nki.partition-over-128", "nki.psum-over-bank", "nki.matmul-operand-limits")
 CORROBORATED = ("nki.thread-emulation", "nki.per-element-loop", *_LIMIT_RULES)
+MEASURED = ("nki.low-precision-accumulator", "nki.unstable-variance")
+# Significant bits (with the implicit one) of output dtypes: half a unit roundoff is 2**-(bits + 1).
+_SIGNIFICAND_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
 
 
 class _Trace:
@@ -96,12 +105,30 @@ def _verdict(item: EvidenceItem, trace: _Trace) -> tuple[str, str, list[str]]:
     return "confirmed", "the simulation stopped with an error", [i.id for i in ran]
 
 
+def _measured(outputs: list[EvidenceItem]) -> tuple[str, str]:
+    """Whether the outputs show more error than their dtype's final rounding (see the module doc)."""
+    if not outputs:
+        return "unchecked", "no output compared with the reference"
+    for o in outputs:
+        bits = _SIGNIFICAND_BITS.get(o.labels.get("dtype", ""))
+        rel = o.metrics.get("rel_l2")
+        if bits is not None and rel is not None and rel > 2.0 ** -(bits + 1):
+            return "shown", f"output {o.id} has relative L2 error {rel:.3g}, above half a {o.labels['dtype']} " \
+                            f"unit roundoff ({2.0 ** -(bits + 1):.3g})"
+    return "not_shown", "every output is as close to the reference as its dtype's rounding allows"
+
+
 def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{CORROBORATION_VERSION}") -> list[EvidenceItem]:
     """The items with every corroborable static finding labelled, plus one conflict item per contradiction."""
     items = list(items)
     trace = _Trace(items)
+    measured = _measured([i for i in items if i.kind == "sim.output"])
     out: list[EvidenceItem] = []
     for item in items:
+        if item.kind in MEASURED:
+            out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
+                                                          "measured_reason": measured[1]}}))
+            continue
         if item.kind not in CORROBORATED:
             out.append(item)
             continue

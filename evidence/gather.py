@@ -9,7 +9,7 @@ from typing import Any
 
 from evidence.catalog import load_collectors
 from evidence.collector import Collector
-from evidence.corroborate import CORROBORATED, CORROBORATION_VERSION, corroborate
+from evidence.corroborate import CORROBORATED, CORROBORATION_VERSION, MEASURED, corroborate
 from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, dedupe_ids, make_id, sort_items
 from evidence.submission import Submission
 
@@ -62,7 +62,7 @@ def gather(
         timings[cls.name] = round(time.perf_counter() - start, 6)
         for stage, seconds in collector.timings.items():
             timings[f"{cls.name}.{stage}"] = round(seconds, 6)
-    if any(i.kind in CORROBORATED for i in items):  # static findings against the trace
+    if any(i.kind in CORROBORATED or i.kind in MEASURED for i in items):  # static findings against the trace
         analyzers["corroboration"] = CORROBORATION_VERSION
         try:
             items = corroborate(items)

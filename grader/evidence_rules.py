@@ -32,12 +32,22 @@ def item_matches(match: EvidenceMatch, item: EvidenceItem) -> bool:
         value = _metric(item, match.metric, match.ratio_to)
         if value is None or not _OPS[match.op](value, match.value):
             return False
+    tests = dict(match.labels)
     if match.label is not None:
-        wanted = [match.equals] if isinstance(match.equals, str) else list(match.equals or [])
-        value = item.labels.get(match.label)
-        if value is None or not any(kind_matches(w, value) for w in wanted):  # 'err_*' matches a prefix
-            return False
-    return True
+        tests[match.label] = match.equals or []
+    return all(_label_holds(item.labels.get(name), wanted) for name, wanted in tests.items())
+
+
+def _label_holds(value: str | None, wanted: str | list[str]) -> bool:
+    """Positive values: the label equals one of them ('err_*' matches a prefix). '!'-values: it equals none."""
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+    excluded = [w[1:] for w in wanted if w.startswith("!")]
+    allowed = [w for w in wanted if not w.startswith("!")]
+    if value is None:
+        return not allowed
+    if any(kind_matches(w, value) for w in excluded):
+        return False
+    return not allowed or any(kind_matches(w, value) for w in allowed)
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,11 @@ class RuleOutcome:
     @property
     def penalty(self) -> int:
         return sum(h.penalty for h in self.hits)
+
+    @property
+    def supports(self) -> tuple[RuleHit, ...]:
+        """The positive evidence found (support rules that matched)."""
+        return tuple(h for h in self.hits if h.rule.support)
 
     def binding(self, score: int) -> list[RuleHit]:
         """The cap/floor hits that `score` violates (empty when the score respects the evidence)."""

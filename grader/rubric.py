@@ -37,6 +37,9 @@ class EvidenceMatch(BaseModel):
     value: float | None = None
     label: str | None = None
     equals: str | list[str] | None = None  # a value ending in '*' matches a prefix, e.g. "err_*"
+    # Further label tests, all of which must hold: label -> value(s); a value starting with '!' excludes
+    # it (`trace = "!contradicted"` also holds when the item has no such label).
+    labels: dict[str, str | list[str]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _pairs(self) -> EvidenceMatch:
@@ -50,7 +53,8 @@ class EvidenceMatch(BaseModel):
 
 
 class EvidenceRule(BaseModel):
-    """A declarative rule: when matching evidence exists, cap, floor or lower the criterion's score."""
+    """A declarative rule: when matching evidence exists, cap, floor or lower the criterion's score,
+    or (`support = true`) name it as positive evidence for a high score (the score does not move)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -62,11 +66,12 @@ class EvidenceRule(BaseModel):
     penalty: int | None = Field(default=None, ge=1)
     per_item: bool = False  # penalty once per matching item (bounded by max_penalty) instead of once
     max_penalty: int | None = Field(default=None, ge=1)
+    support: bool = False  # positive evidence: cited by a rationale that scores 4 or 5
 
     @model_validator(mode="after")
     def _one_effect(self) -> EvidenceRule:
-        if sum(x is not None for x in (self.cap, self.floor, self.penalty)) != 1:
-            raise ValueError(f"rule {self.id!r} needs exactly one of cap, floor, penalty")
+        if sum(x is not None for x in (self.cap, self.floor, self.penalty)) + self.support != 1:
+            raise ValueError(f"rule {self.id!r} needs exactly one of cap, floor, penalty, support")
         return self
 
 

@@ -12,6 +12,7 @@ from evidence.static.injection_collector import INJECTION_KIND
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
+from grader.drafting.reasons import HIGH, conflict_flags, conflicts, support_items, support_sentence
 from grader.evidence_rules import RuleOutcome, evaluate_rules
 from grader.rubric import Criterion, Rubric
 
@@ -91,11 +92,21 @@ def draft_criterion(
         )
     score, steps = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)
     level = next(level.descriptor for level in criterion.levels if level.score == score)
-    rationale = " ".join(steps) + f" Level {score}: {level}"
+    found = conflicts(criterion, bundle)
+    rationale = " ".join(steps) + f" Level {score}: {level}" + support_sentence(outcome, score)
+    if found:
+        rationale += (f" The simulation contradicts {len(found)} static finding(s) this criterion rests on; "
+                      "they cap nothing until a reviewer settles them.")
     cited: dict[str, Citation] = {}
     for hit in outcome.hits:
-        for item in hit.items:
+        for item in ([] if hit.rule.support else hit.items):
             cited.setdefault(item.id, _cite(item))
+    for item in support_items(outcome) if score >= HIGH else []:
+        cited.setdefault(item.id, _cite(item))
+    for conflict, static in found:
+        for item in (conflict, static):
+            if item is not None:
+                cited.setdefault(item.id, _cite(item))
     for item in outcome.basis[:MAX_BASIS_CITATIONS]:
         cited.setdefault(item.id, _cite(item))
     # Confidence reflects how much of the criterion's basis the evidence covered, not the score.
@@ -103,7 +114,7 @@ def draft_criterion(
     confidence = round(0.5 + 0.5 * covered / max(1, len(criterion.basis)), 3)
     return CriterionDraft(
         criterion_id=criterion.id, status="scored", score=score, rationale=rationale,
-        citations=tuple(cited.values()), confidence=confidence, flags=flags,
+        citations=tuple(cited.values()), confidence=confidence, flags=flags + tuple(conflict_flags(found)),
     )
 
 

@@ -102,3 +102,21 @@ def test_a_per_batch_bias_row_broadcast_to_128_partitions_is_not_thread_emulatio
     (conflict,) = bundle.of_kind(CONFLICT_KIND)
     assert conflict.labels["static"] == finding.id and "sim.line:kernel.py:12" in conflict.labels["dynamic"]
     assert bundle.analyzers["corroboration"] == "1"
+
+
+def _output(dtype, rel_l2, ident="sim.output:0"):
+    return _item("sim.output", 5, metrics={"rel_l2": rel_l2, "matches": 1.0}, labels={"dtype": dtype}, ident=ident)
+
+
+def test_precision_findings_are_measured_against_the_output_dtypes_rounding():
+    finding = _item("nki.low-precision-accumulator", 12, labels={"role": "statistic"})
+    # bf16: one final rounding gives about 1.6e-3; half a unit roundoff is 2**-9 = 1.95e-3
+    assert _by_kind(corroborate([_output("bfloat16", 2.1e-3), finding]))["nki.low-precision-accumulator"].labels[
+        "measured"] == "shown"
+    assert _by_kind(corroborate([_output("bfloat16", 1.6e-3), finding]))["nki.low-precision-accumulator"].labels[
+        "measured"] == "not_shown"
+    assert _by_kind(corroborate([_output("float32", 1e-6), finding]))["nki.low-precision-accumulator"].labels[
+        "measured"] == "shown"
+    (alone,) = corroborate([finding])
+    assert alone.labels["measured"] == "unchecked"
+    assert CONFLICT_KIND not in _by_kind(corroborate([_output("bfloat16", 1.6e-3), finding]))

@@ -1,0 +1,52 @@
+"""What a rules draft says beyond its score: why a high score is high, and where the evidence disagrees.
+
+- Support: a criterion scored 4 or 5 names the positive evidence that earns it (the rubric's
+  `support` rules: masks over the ragged tail, fp32 PSUM accumulation, each HBM byte read once,
+  full partitions, ...), each with its evidence id, instead of "no rule objected".
+- Conflicts: an `evidence.conflict` item (a static finding the simulation contradicts) whose
+  static side this criterion may cite becomes an `evidence_conflict` flag citing both sides; the
+  contradicted finding caps nothing, and a reviewer settles which analyzer misread the code.
+"""
+
+from __future__ import annotations
+
+from evidence.corroborate import CONFLICT_KIND
+from evidence.model import EvidenceBundle, EvidenceItem
+from grader.draft import Flag
+from grader.evidence_rules import RuleOutcome
+from grader.rubric import Criterion
+
+HIGH = 4  # scores from here on must say what earns them
+MAX_SUPPORT_ITEMS = 2  # per support rule, in the rationale and the citations
+
+
+def support_items(outcome: RuleOutcome) -> list[EvidenceItem]:
+    return [i for hit in outcome.supports for i in hit.items[:MAX_SUPPORT_ITEMS]]
+
+
+def support_sentence(outcome: RuleOutcome, score: int) -> str:
+    """The rationale's account of a high score: each support rule that matched, with its evidence."""
+    if score < HIGH:
+        return ""
+    if not outcome.supports:
+        return " No positive evidence found for this level: it rests on the absence of defects only."
+    parts = []
+    for hit in outcome.supports:
+        shown = hit.items[:MAX_SUPPORT_ITEMS]
+        parts.append(f"{hit.rule.description} (" + "; ".join(f"{i.title} [{i.id}]" for i in shown) + ")")
+    return " Why it is this high: " + "; ".join(parts) + "."
+
+
+def conflicts(criterion: Criterion, bundle: EvidenceBundle) -> list[tuple[EvidenceItem, EvidenceItem | None]]:
+    """(conflict item, its static finding) for the conflicts whose static side the criterion may cite."""
+    out = []
+    for c in bundle.of_kind(CONFLICT_KIND):
+        if criterion.cites(c.labels.get("rule", "")):
+            static = bundle.get(c.labels.get("static", ""))
+            out.append((c, static if isinstance(static, EvidenceItem) else None))
+    return out
+
+
+def conflict_flags(found: list[tuple[EvidenceItem, EvidenceItem | None]]) -> list[Flag]:
+    return [Flag(code="evidence_conflict", message=f"{c.title} (static {c.labels.get('static')}; trace "
+                 f"{c.labels.get('dynamic') or '-'})", evidence_id=c.id) for c, _ in found]
