@@ -101,7 +101,10 @@ class Aggregate:
             at[9] += ev.partitions
         else:
             parts = ev.partitions
-            free = ev.elements / (parts or 1)
+            out = ev.shapes[-1] if ev.shapes else ()
+            # TensorE streams the moving operand's columns through all K partitions: its free size is the
+            # output's last axis (elements / K would count a [1, 512] ones-matmul as 4 per partition).
+            free = out[-1] if eng == "tensor" and out else ev.elements / (parts or 1)
             self.partition_sum += parts
             self.compute_instr += 1
             self.free_sum += free

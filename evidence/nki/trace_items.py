@@ -25,9 +25,10 @@ TRACE_FACT_KINDS = {
                  "the target's capacity (sbuf_peak_fraction), PSUM banks at peak",
     "sim.dma_sizes": "DMA transfer sizes from the trace: count, mean bytes per partition per transfer, the fraction "
                      "under 512 B per partition (small_fraction)",
-    "sim.partition_use": "engine fill from the trace: mean partitions used by compute instructions "
-                         "(partition_utilisation), mean elements per partition per instruction, the fraction of tiny "
-                         "instructions (<= 4 elements per partition)",
+    "sim.partition_use": "engine fill from the trace (kernels with compute instructions): mean partitions used by "
+                         "compute instructions (partition_utilisation), mean elements per partition per instruction "
+                         "(free_elements_mean) and per instruction (elements_mean), the fraction of tiny instructions "
+                         "(<= 4 elements per partition)",
 }
 MAX_LINE_ITEMS = 64
 _ENGINE = {"tensor": "TensorE", "vector": "VectorE", "scalar": "ScalarE", "gpsimd": "GpSimdE", "dma": "DMA"}
@@ -68,13 +69,16 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
                       {"dma_count": n, "bytes_per_partition_mean": report.dma_bytes_per_partition_mean,
                        "bytes_mean": report.dma_bytes_mean, "small_fraction": round(small, 6)}))
     compute = sum(s.instructions for s in report.lines)
-    tiny = report.tiny_instr_count / compute if compute else 0.0
-    items.append(fact("sim.partition_use", f"Engine fill: compute instructions use {report.partition_utilisation:.0%} of "
-                      f"the 128 partitions and {report.free_elements_mean:.4g} elements per partition on average; "
-                      f"{tiny:.0%} of {compute} are tiny (<= 4 elements per partition)",
-                      {"partition_utilisation": report.partition_utilisation,
-                       "free_elements_mean": report.free_elements_mean, "tiny_fraction": round(tiny, 6),
-                       "compute_instructions": compute}))
+    if compute:  # a pure-DMA kernel has no engine fill to judge
+        tiny = report.tiny_instr_count / compute
+        elements = sum(n for eng, n in report.elements_by_engine.items() if eng != "dma") / compute
+        items.append(fact("sim.partition_use", f"Engine fill: compute instructions use {report.partition_utilisation:.0%} "
+                          f"of the 128 partitions and {report.free_elements_mean:.4g} elements per partition on average "
+                          f"({elements:.4g} elements per instruction); {tiny:.0%} of {compute} are tiny (<= 4 elements "
+                          "per partition)",
+                          {"partition_utilisation": report.partition_utilisation,
+                           "free_elements_mean": report.free_elements_mean, "elements_mean": round(elements, 3),
+                           "tiny_fraction": round(tiny, 6), "compute_instructions": compute}))
     return items
 
 

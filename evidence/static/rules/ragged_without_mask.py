@@ -18,8 +18,9 @@ _MASK = ", mask=(i * 128 + nl.arange(128)[:, None] < a.shape[0])"
 
 class RaggedWithoutMask(Rule):
     """Flags tile loops over an input extent that is not a multiple of the tile size, either
-    with a floor trip count (`N // 128`: the tail is never processed) or a ceiling trip count
-    (`math.ceil(N / 128)`: the last tile runs past the end) with no mask on its loads/stores.
+    with a floor trip count (`N // 128`: the tail is never processed, masks or not, unless a
+    transfer after the loop handles it) or a ceiling trip count (`math.ceil(N / 128)`: the last
+    tile runs past the end) with no mask on its loads/stores.
 
     Unwritten output regions hold garbage and static out-of-bounds access is rejected
     (err_tensor_access_out_of_bound); masks cost nothing because the compiler shrinks the
@@ -30,14 +31,22 @@ class RaggedWithoutMask(Rule):
     """
 
     id = "ragged-without-mask"
+    version = "2"
     severity = Severity.high
     performance = False
     VALID = [
         Valid(_HEAD + _BODY.format(trips="a.shape[0] // 128", mask=""), inputs={"a": ((512, 64), "float32")}),
         Valid(_HEAD + _BODY.format(trips="math.ceil(a.shape[0] / 128)", mask=_MASK), inputs={"a": ((300, 64), "float32")}),
     ]
+    VALID.append(Valid(  # full tiles in the loop, the remainder in a tail step after it
+        _HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(a.shape[0] // 128):\n        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.load(a[i * 128:(i + 1) * 128, :]))\n"
+        "    n = a.shape[0] // 128 * 128\n    nl.store(out[n:a.shape[0], :], value=nl.load(a[n:a.shape[0], :]))\n    return out\n",
+        inputs={"a": ((300, 64), "float32")}))
     INVALID = [
         Invalid(_HEAD + _BODY.format(trips="a.shape[0] // 128", mask=""), inputs={"a": ((300, 64), "float32")}, line=7),
+        # masks inside the loop do not help when the loop never reaches the tail
+        Invalid(_HEAD + _BODY.format(trips="a.shape[0] // 128", mask=_MASK), inputs={"a": ((300, 64), "float32")}, line=7),
         Invalid(_HEAD + _BODY.format(trips="math.ceil(a.shape[0] / 128)", mask=""), inputs={"a": ((300, 64), "float32")}, line=7),
     ]
 
@@ -70,7 +79,9 @@ class RaggedWithoutMask(Rule):
             if loop.function is not fn:
                 continue
             dmas = [c for c in loop.calls if c.name in DMA_CALLS]
-            if kind == "floor" and not fn.uses_mask:
+            # a separate tail step: a transfer after the loop handles the remaining rows
+            tail_step = any(c.name in DMA_CALLS and c.start > loop.end for c in fn.calls)
+            if kind == "floor" and not tail_step:
                 self.report((loop.start, loop.start), f"loop runs {n} // {t} = {n // t} tiles; the last {n % t} rows "
                             "are never processed", metrics={"extent": n, "tile": t, "remainder": n % t, "trip_count": n // t},
                             labels={"pattern": "dropped_tail"})

@@ -54,6 +54,11 @@ class ThreadEmulation(Rule):
         Valid(_HEAD + "@nki.jit\ndef k(a, g):\n    for i in nl.affine_range(4):\n        x = nl.load(a[i * 128:(i + 1) * 128, :])\n"
               "        row = nl.load(g.reshape((1, 256)))\n        y = nl.multiply(x, nl.broadcast_to(row, shape=(128, 256)))\n",
               inputs={"a": ((512, 256), "float32"), "g": ((256,), "float32")}),
+        # Column blocks of a one-row output, stored one block per iteration: there are no more rows.
+        Valid(_HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray((1, 2048), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+              "    for c in nl.affine_range(4):\n        t = nl.load(a[:, c * 512:(c + 1) * 512])\n"
+              "        nl.store(out[:, c * 512:(c + 1) * 512], value=nl.sum(t, axis=0, keepdims=True))\n    return out\n",
+              inputs={"a": ((128, 2048), "float32")}),
         # A 1-partition load that program_id does not index (a bias row) is not a thread.
         Valid(_HEAD + "@nki.jit\ndef k(a, bias):\n    b = nl.program_id(0)\n    w = nl.load(bias[0:1, :])\n"
               "    x = nl.load(a[b * 128:(b + 1) * 128, :])\n", inputs={"a": ((512, 256), "float32"), "bias": ((1, 256), "float32")}),
@@ -86,6 +91,7 @@ class ThreadEmulation(Rule):
         self._pid_names: set[str] = set()
         self._pid_hits: dict[int, list[tuple[CallInfo, Tensor]]] = {}
         self._loop_reported: set[int] = set()  # functions already flagged by the loop form
+        self._row_dmas: set[int] = set()  # call nodes of DMAs that move one row per iteration
 
     # -- program_id provenance --------------------------------------------------------------
     def _reads_pid(self, node: cst.CSTNode | None) -> bool:
@@ -134,6 +140,20 @@ class ThreadEmulation(Rule):
                 return view
         return None
 
+    def _walks_rows(self, call: CallInfo) -> bool:
+        """Does a loop move the row (partition-axis) index of the DMA's HBM side?"""
+        dst, src = call.arg(0, "dst"), call.arg(1, "src")
+        side = {"nl.store": dst, "nisa.dma_copy": None}.get(call.name, call.arg(0, "src"))
+        if call.name == "nisa.dma_copy":
+            side = next((n for n in (call.arg(None, "src") or src, call.arg(None, "dst") or dst)
+                         if isinstance(n, cst.Subscript)), None)
+        if not isinstance(side, cst.Subscript) or not side.slice:
+            return True  # not visible: keep the finding
+        base = self.ctx.value(side.value)
+        if isinstance(base, Tensor) and base.shape and base.shape[0] == 1:
+            return False
+        return bool(self.ctx.deps(side.slice[0].slice)[0] & {lp.id for lp in call.loops})
+
     # -- hooks ------------------------------------------------------------------------------
     def on_call(self, call: CallInfo) -> None:
         if call.name in DMA_CALLS and call.function is not None:
@@ -148,10 +168,31 @@ class ThreadEmulation(Rule):
             t = v if hasattr(v, "partitions") else None
         if t is None or t.partitions != 1:
             return
+        if call.name in DMA_CALLS and not self._walks_rows(call):
+            return  # a row of a one-row tensor, walked along its free axis: the data has no more rows
+        if call.name not in DMA_CALLS and not self._on_walked_rows(call):
+            return  # a one-row result (a column sum, a statistic row): its shape, not a thread
         moving = [lp for lp in call.loops if lp.id in call.deps]
         if not moving:  # the same row in every iteration (a [1, N] vector to broadcast): not one row per step
             return
+        if call.name in DMA_CALLS:
+            self._row_dmas.add(id(call.node))
         self._hits.setdefault(moving[-1].id, []).append(call)
+
+    def _on_walked_rows(self, call: CallInfo) -> bool:
+        """Does a compute call read a row taken one at a time: a row-walking load's result, or a
+        one-row slice of a tile whose row index moves with a loop?"""
+        loops = {lp.id for lp in call.loops}
+        for a in call.node.args:
+            node = a.value
+            if isinstance(node, cst.Name):
+                b = self.ctx.lookup(node.value)
+                node = b.node if b is not None else None
+            if isinstance(node, cst.Call) and id(node) in self._row_dmas:
+                return True
+            if isinstance(node, cst.Subscript) and node.slice and self.ctx.deps(node.slice[0].slice)[0] & loops:
+                return True
+        return False
 
     def leave_loop(self, loop: LoopInfo) -> None:
         calls = self._hits.pop(loop.id, None)
