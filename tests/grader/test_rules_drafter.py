@@ -77,12 +77,12 @@ def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
 
 
 def test_penalties_accumulate_up_to_their_bound_and_cite_locations():
-    loads = [item(f"nki.hoistable-load:kernel.py:{n}", "nki.hoistable-load", "medium", line=n) for n in (10, 11, 12)]
-    trace = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 0.0, "hbm_read_bytes": 100.0})
-    c = draft(bundle(MATCHING, KERNEL_FACT, trace, *loads)).criterion("memory_hierarchy")
+    dmas = [item(f"nki.small-dma:kernel.py:{n}", "nki.small-dma", "medium", line=n) for n in (10, 11, 12)]
+    trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 10.0})
+    c = draft(bundle(MATCHING, KERNEL_FACT, trace, *dmas)).criterion("data_movement")
     assert c.score == 3  # 5 - min(3 findings x 1, max 2)
     cited = {x.evidence_id: x for x in c.citations}
-    assert cited["nki.hoistable-load:kernel.py:11"].start_line == 11
+    assert cited["nki.small-dma:kernel.py:11"].start_line == 11
 
 
 def test_analyzer_failures_are_flagged():
@@ -99,11 +99,11 @@ def test_same_input_gives_byte_identical_json():
 
 
 def test_ratio_rules_read_two_metrics():
-    trace = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 60.0, "hbm_read_bytes": 100.0})
-    c = draft(bundle(MATCHING, KERNEL_FACT, trace)).criterion("memory_hierarchy")
-    assert c.score == 2  # more than half of the bytes read were read before
-    empty = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 0.0, "hbm_read_bytes": 0.0})
-    assert draft(bundle(MATCHING, KERNEL_FACT, empty)).criterion("memory_hierarchy").score == 5
+    trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 60.0, "dma_count": 100.0})
+    c = draft(bundle(MATCHING, KERNEL_FACT, trace)).criterion("data_movement")
+    assert c.score == 2  # at least half of the transfers carry under 512 B per partition
+    empty = item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 0.0})
+    assert draft(bundle(MATCHING, KERNEL_FACT, empty)).criterion("data_movement").score == 5
 
 
 def test_injection_attempts_are_flagged_for_the_reviewer_but_do_not_move_scores():
@@ -142,9 +142,17 @@ def test_constraint_errors_not_python_errors_decide_the_platform_score():
 
 
 def test_trace_based_criteria_are_unscored_without_a_trace_and_say_why():
-    stopped = item("sim.error:python_error", "sim.error", "critical", line=9, labels={"code": "python_error"})
-    c = draft(bundle(KERNEL_FACT, stopped)).criterion("memory_hierarchy")
-    assert c.status == "unscored" and "sim.error:python_error" in c.rationale
+    incomplete = item("sim.incomplete:unsupported_op", "sim.incomplete", "medium", line=9, labels={"code": "unsupported_op"})
+    c = draft(bundle(KERNEL_FACT, incomplete)).criterion("memory_hierarchy")
+    assert c.status == "unscored" and "sim.incomplete:unsupported_op" in c.rationale
+
+
+def test_a_kernel_the_simulator_stopped_is_judged_from_its_source_and_delivers_no_result():
+    stopped = item("sim.error:err_psum_over_bank", "sim.error", "critical", line=9, labels={"code": "err_psum_over_bank"})
+    d = draft(bundle(KERNEL_FACT, stopped))
+    memory = d.criterion("memory_hierarchy")
+    assert memory.status == "scored" and memory.score == 5 and "No positive evidence" in memory.rationale
+    assert d.criterion("numerical_correctness").score == 1
 
 
 def test_an_all_wrong_output_caps_at_1_even_when_few_elements_exceed_the_tolerance():
@@ -174,7 +182,7 @@ def test_penalties_alone_stop_at_2_and_only_caps_reach_1():
     kinds = ["nki.fp32-matmul-operands", "nki.matmul-implicit-transpose", "nki.unfused-activation", "nki.hoistable-load"]
     many = [item(f"{k}:kernel.py:9", k, "medium", line=9) for k in kinds]
     assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many)).criterion("performance").score == 2
-    threads = item("nki.thread-emulation:kernel.py:9", "nki.thread-emulation", "medium", line=9)
+    threads = item("nki.thread-emulation:kernel.py:9", "nki.thread-emulation", "medium", line=9, labels={"pattern": "loop"})
     assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many, threads)).criterion("performance").score == 1
 
 
