@@ -177,11 +177,15 @@ def test_unstable_variance_in_low_precision_caps_precision_at_1():
     assert draft(bundle(MATCHING, KERNEL_FACT, fp32)).criterion("precision").score == 4
 
 
-def test_penalties_alone_stop_at_2_and_only_caps_reach_1():
+def test_penalties_alone_stop_at_the_penalty_floor_and_only_caps_go_below():
     trace = item("sim.trace", "sim.trace", metrics={"redundant_hbm_read_bytes": 0.0, "hbm_read_bytes": 100.0})
-    kinds = ["nki.fp32-matmul-operands", "nki.matmul-implicit-transpose", "nki.unfused-activation", "nki.hoistable-load"]
+    kinds = ["nki.fp32-matmul-operands", "nki.matmul-implicit-transpose", "nki.unfused-activation", "nki.small-dma"]
     many = [item(f"{k}:kernel.py:9", k, "medium", line=9) for k in kinds]
-    assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many)).criterion("performance").score == 2
+    # performance: one major or several minor inefficiencies are level 3; level 2 needs a named major pattern
+    assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many)).criterion("performance").score == 3
+    vector_adds = item("nki.psum-accumulate-not-inplace:kernel.py:9", "nki.psum-accumulate-not-inplace", "medium", line=9,
+                       metrics={"accumulation_steps": 8.0}, labels={"accumulator": "sbuf"})
+    assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many, vector_adds)).criterion("performance").score == 2
     threads = item("nki.thread-emulation:kernel.py:9", "nki.thread-emulation", "medium", line=9, labels={"pattern": "loop"})
     assert draft(bundle(MATCHING, KERNEL_FACT, trace, *many, threads)).criterion("performance").score == 1
 

@@ -22,6 +22,7 @@ _FUNCS = {
 # Built-ins a chain should be replaced by (nl.* functions, or nisa.activation(op=nl.<name>)).
 _BUILTIN = {"silu": "nl.silu", "gelu": "nl.gelu (or nl.gelu_apprx_tanh)", "sigmoid": "nl.sigmoid", "softplus": "nl.softplus"}
 _MAX_DEPTH = 12
+_COMPOSITE = ("activation", "tensor_scalar", "tensor_tensor", "scalar_tensor_tensor")
 
 
 def _api_tail(name: str | None) -> str | None:
@@ -70,6 +71,13 @@ class HandrolledActivation(Rule):
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    x = nl.load(a)\n    u = 0.7978845608 * (x + 0.044715 * x * x * x)\n"
                 "    y = 0.5 * x * (1.0 + nl.tanh(u))\n", inputs=_INPUTS, line=8),
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    x = nl.load(a)\n    y = nl.log(nl.add(nl.exp(x), 1.0))\n", inputs=_INPUTS, line=8),
+        # GELU with the cubic term from scalar_tensor_tensor and a named constant for sqrt(2/pi)
+        Invalid(_HEAD + "C = 0.7978845608\n@nki.jit\ndef k(a):\n    x = nl.load(a)\n"
+                "    c3 = nisa.tensor_tensor(nisa.tensor_tensor(x, x, np.multiply), x, np.multiply)\n"
+                "    u = nisa.scalar_tensor_tensor(data=c3, op0=np.multiply, operand0=0.044715, op1=np.add, operand1=x)\n"
+                "    th = nisa.activation(op=nl.tanh, data=u, scale=C)\n"
+                "    y = nisa.tensor_tensor(x, nisa.tensor_scalar(th, np.add, 1.0, op1=np.multiply, operand1=0.5), np.multiply)\n",
+                inputs=_INPUTS, line=9),
         Invalid(_SA_HEAD + "@nki.jit\ndef k(a, o):\n    x = nl.load(a)\n    e = nl.ndarray((128, 512), nl.float32)\n"
                 "    nisa.activation(e, op=nl.exp, data=x, scale=-1.0)\n    nisa.tensor_scalar(e, e, nl.add, 1.0)\n"
                 "    nisa.reciprocal(e, e)\n    y = nl.ndarray((128, 512), nl.float32)\n    nisa.tensor_tensor(y, x, e, nl.multiply)\n",
@@ -91,6 +99,9 @@ class HandrolledActivation(Rule):
             inner = self._term(node.expression, lines, depth + 1, seen)
             return ("const", -inner[1]) if inner[0] == "const" else ("neg", inner)
         if isinstance(node, cst.Name):
+            v = self.ctx.value(node)  # a module constant such as SQRT_2_OVER_PI
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return ("const", float(v))
             return self._name(node.value, lines, depth, seen)
         if isinstance(node, (cst.BinaryOperation, cst.Call)):
             hit = self._memo.get(id(node))  # a shared subexpression is built once per judgement
@@ -124,8 +135,7 @@ class HandrolledActivation(Rule):
         b = self.ctx.lookup(name)
         if b is None or not isinstance(b.node, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
             return ("var", name)
-        if isinstance(b.node, cst.Call) and _api_tail(self.ctx.ev.api_name(b.node.func)) not in (*_FUNCS, "activation",
-                                                                                                   "tensor_scalar", "tensor_tensor"):
+        if isinstance(b.node, cst.Call) and _api_tail(self.ctx.ev.api_name(b.node.func)) not in (*_FUNCS, *_COMPOSITE):
             return ("var", name)  # a load or anything else: a leaf
         return self._term(b.node, lines, depth + 1, seen | {name})
 
@@ -164,6 +174,13 @@ class HandrolledActivation(Rule):
                 x = (fn, t(arg(i + 1, operand_key)), x) if _is_true(kw.get(f"reverse{i // 2}")) else (fn, x, t(arg(i + 1, operand_key)))
             lines.add(self.ctx.lines(node)[0])
             return x
+        if tail == "scalar_tensor_tensor":  # (data op0 operand0) op1 operand1
+            op0, op1 = arg(1, "op0"), arg(3, "op1")
+            if op0 is None or op1 is None:
+                return ("var", id(node))
+            first = (_FUNCS.get(_api_tail(self.ctx.ev.api_name(op0)) or "", "?"), t(arg(0, "data")), t(arg(2, "operand0")))
+            lines.add(self.ctx.lines(node)[0])
+            return (_FUNCS.get(_api_tail(self.ctx.ev.api_name(op1)) or "", "?"), first, t(arg(4, "operand1")))
         if tail == "tensor_tensor":
             fn = _FUNCS.get(_api_tail(self.ctx.ev.api_name(arg(2, "op"))) or "", "?") if arg(2, "op") is not None else "?"
             lines.add(self.ctx.lines(node)[0])

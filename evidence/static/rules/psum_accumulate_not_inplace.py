@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from evidence.model import Severity
@@ -21,7 +23,7 @@ class PsumAccumulateNotInplace(Rule):
     VectorE add per step, reading and writing PSUM each time (REFERENCE §3.5, §5.4).
 
     Labels: `accumulator` = psum | sbuf | unknown (an SBUF accumulator evicts every partial product
-    from PSUM as well).
+    from PSUM as well); metric `accumulation_steps` (the trip count of the loops it accumulates over).
 
     Fix: allocate the accumulator once with `nl.zeros(..., buffer=nl.psum)` outside the K loop
     and write `acc += nisa.nc_matmul(...)` (or `acc[...] += ...`).
@@ -50,8 +52,11 @@ class PsumAccumulateNotInplace(Rule):
         buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
         where = {"psum": "PSUM ", "sbuf": "an SBUF accumulator "}.get(buffer, "")
         # An SBUF accumulator also evicts every partial product from PSUM (a PSUM read per matmul).
-        self.report(a.node, f"matmul accumulated into {where}'{a.target}' by re-assignment instead of '+='",
-                    metrics={"extra_vector_adds_per_step": 1}, labels={"accumulator": buffer})
+        loops = [lp for lp in a.loops if lp.id not in (a.target_def_loops or ()) and lp.id not in a.index_deps]
+        steps = None if any(lp.trip is None for lp in loops) else math.prod(lp.trip for lp in loops)
+        self.report(a.node, f"matmul accumulated into {where}'{a.target}' by re-assignment instead of '+='"
+                    + (f" over {steps} steps" if steps else ""),
+                    metrics={"extra_vector_adds_per_step": 1, "accumulation_steps": steps}, labels={"accumulator": buffer})
 
 
 def _has_matmul(ctx, node: cst.BaseExpression) -> bool:
