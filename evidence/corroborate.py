@@ -18,7 +18,8 @@ Precision findings (`low-precision-accumulator`, `unstable-variance`) are about 
 the trace cannot contradict; they get a label `measured` = `shown` when an output's relative L2 error
 exceeds half a unit roundoff of its dtype (more than the final rounding alone produces: about 0.4 of a
 unit roundoff), `not_shown` when every output stays within it, `unchecked` without outputs. A rubric
-lowers numerical correctness for such a finding only when the error shows.
+lowers numerical correctness for such a finding only when the error shows. Each `sim.output` is
+labelled `rounding` = `within` | `above` by the same test, a measured fact either way.
 """
 
 from __future__ import annotations
@@ -125,6 +126,11 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
     measured = _measured([i for i in items if i.kind == "sim.output"])
     out: list[EvidenceItem] = []
     for item in items:
+        if item.kind == "sim.output":
+            verdict = _measured([item])[0]
+            if verdict != "unchecked":  # the output's own verdict: within its dtype's rounding, or above it
+                item = item.model_copy(update={"labels": {**item.labels,
+                                                          "rounding": "within" if verdict == "not_shown" else "above"}})
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

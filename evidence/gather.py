@@ -62,7 +62,7 @@ def gather(
         timings[cls.name] = round(time.perf_counter() - start, 6)
         for stage, seconds in collector.timings.items():
             timings[f"{cls.name}.{stage}"] = round(seconds, 6)
-    if any(i.kind in CORROBORATED or i.kind in MEASURED for i in items):  # static findings against the trace
+    if any(i.kind in CORROBORATED or i.kind in MEASURED or i.kind == "sim.output" for i in items):  # against the trace
         analyzers["corroboration"] = CORROBORATION_VERSION
         try:
             items = corroborate(items)

@@ -31,6 +31,9 @@ PRACTICE_KINDS = {
                         "stationary_free)",
     "nki.low_precision_operands": "TensorE fed with bf16/fp16/fp8 operands while products accumulate in fp32 PSUM "
                                   "(labels: lines, dtypes; metrics: sites)",
+    "nki.platform_idioms": "idioms of the kernel's dialect it follows: affine_range for independent loops, shared_hbm "
+                           "outputs created at kernel level, nisa instructions chosen explicitly (labels: idioms, lines; "
+                           "metrics: sites, affine_loops, kernel_level_outputs, nisa_calls)",
 }
 _FUSED = {"nisa.activation_reduce", "nisa.scalar_tensor_tensor", "nisa.tensor_scalar_reduce", "nisa.bn_stats",
           "nisa.bn_aggr", "nisa.tensor_tensor_scan", "nisa.tensor_reduce", "nisa.nc_transpose"}
@@ -118,4 +121,16 @@ def practice_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
         {"moving_free": float(max(moving, default=0)), "stationary_free": float(max(stationary, default=0))})
     add("nki.low_precision_operands", low, f"TensorE operands in {'/'.join(sorted(dtypes))} with fp32 PSUM accumulation",
         labels={"dtypes": ",".join(sorted(dtypes))})
+
+    kernels = [fn for fn in a.functions if fn.is_kernel]
+    affine = [lp.start for fn in a.functions for lp in fn.loops if lp.kind == "affine_range"]
+    outputs = [c.start for fn in kernels for c in fn.calls if c.name in ("nl.ndarray", "nl.zeros")
+               and isinstance(c.value, Tensor) and c.value.buffer == "shared_hbm" and not c.loops and c.nested == 0]
+    nisa = [c.start for c in calls if c.name.startswith("nisa.")]
+    idioms = [name for name, found in (("affine_range loops", affine), ("kernel-level shared_hbm outputs", outputs),
+                                       ("nisa instructions", nisa)) if found]
+    if len(idioms) >= 2:
+        add("nki.platform_idioms", affine + outputs + nisa, "dialect idioms: " + ", ".join(idioms),
+            {"affine_loops": float(len(affine)), "kernel_level_outputs": float(len(outputs)), "nisa_calls": float(len(nisa))},
+            {"idioms": ",".join(idioms)})
     return items

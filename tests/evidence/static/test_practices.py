@@ -51,7 +51,7 @@ def _practices(src, inputs, entry):
 
 def test_a_masked_softmax_with_fp32_statistics_shows_its_masks_statistics_and_fused_instructions():
     got = _practices(SOFTMAX, {"x": ((300, 1024), "bfloat16")}, "softmax")
-    assert set(got) == {"nki.masked_tail", "nki.fp32_statistics", "nki.fused_instructions"}
+    assert set(got) == {"nki.masked_tail", "nki.fp32_statistics", "nki.fused_instructions", "nki.platform_idioms"}
     assert got["nki.masked_tail"].labels["lines"] == "14,15,17,19,20"
     assert got["nki.masked_tail"].metrics["masked_dmas"] == 2
     stats = got["nki.fp32_statistics"]
@@ -70,7 +70,8 @@ def test_bf16_statistics_are_not_shown_as_fp32_statistics():
 def test_a_full_tile_bf16_matmul_accumulating_in_psum():
     got = _practices(MATMUL.replace("TN", "512"), {"lhsT": ((256, 256), "bfloat16"), "rhs": ((256, 1024), "bfloat16")},
                      "matmul")
-    assert set(got) == {"nki.psum_accumulation", "nki.matmul_tiles", "nki.low_precision_operands"}
+    assert set(got) == {"nki.psum_accumulation", "nki.matmul_tiles", "nki.low_precision_operands", "nki.platform_idioms"}
+    assert got["nki.platform_idioms"].labels["idioms"] == "affine_range loops,kernel-level shared_hbm outputs,nisa instructions"
     tiles = got["nki.matmul_tiles"]
     assert (tiles.metrics["moving_free"], tiles.metrics["stationary_free"]) == (512, 128)
     assert got["nki.psum_accumulation"].location.start_line == 17
@@ -79,4 +80,4 @@ def test_a_full_tile_bf16_matmul_accumulating_in_psum():
 def test_narrow_moving_tiles_and_fp32_operands_earn_no_tile_or_dtype_fact():
     got = _practices(MATMUL.replace("TN", "128"), {"lhsT": ((256, 256), "float32"), "rhs": ((256, 1024), "float32")},
                      "matmul")
-    assert set(got) == {"nki.psum_accumulation"}
+    assert set(got) == {"nki.psum_accumulation", "nki.platform_idioms"}
