@@ -17,9 +17,10 @@ not contradict. What each rule claims and how the trace answers it:
 Precision findings (`low-precision-accumulator`, `unstable-variance`) are about dtype choices, which
 the trace cannot contradict; they get a label `measured` = `shown` when an output's relative L2 error
 exceeds half a unit roundoff of its dtype (more than the final rounding alone produces: about 0.4 of a
-unit roundoff), `not_shown` when every output stays within it, `unchecked` without outputs. A rubric
-lowers numerical correctness for such a finding only when the error shows. Each `sim.output` is
-labelled `rounding` = `within` | `above` by the same test, a measured fact either way.
+unit roundoff) or, for a matmul of contraction length K, the fp32 accumulation's 2^-24 sqrt(K);
+`not_shown` when every output stays within that, `unchecked` without outputs. A rubric lowers
+numerical correctness for such a finding only when the error shows. Each `sim.output` is labelled
+`rounding` = `within` | `above` by the same test, a measured fact either way.
 """
 
 from __future__ import annotations
@@ -113,9 +114,13 @@ def _measured(outputs: list[EvidenceItem]) -> tuple[str, str]:
     for o in outputs:
         bits = _SIGNIFICAND_BITS.get(o.labels.get("dtype", ""))
         rel = o.metrics.get("rel_l2")
-        if bits is not None and rel is not None and rel > 2.0 ** -(bits + 1):
-            return "shown", f"output {o.id} has relative L2 error {rel:.3g}, above half a {o.labels['dtype']} " \
-                            f"unit roundoff ({2.0 ** -(bits + 1):.3g})"
+        if bits is None or rel is None:
+            continue
+        # an fp32 accumulation over K terms (matmul contraction) adds about 2^-24 sqrt(K) of its own
+        bound = max(2.0 ** -(bits + 1), 2.0 ** -24 * (o.metrics.get("reduction_length") or 0.0) ** 0.5)
+        if rel > bound:
+            return "shown", f"output {o.id} has relative L2 error {rel:.3g}, above what its {o.labels['dtype']} " \
+                            f"rounding (and fp32 accumulation) gives ({bound:.3g})"
     return "not_shown", "every output is as close to the reference as its dtype's rounding allows"
 
 
