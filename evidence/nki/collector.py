@@ -11,6 +11,7 @@ with. A failing reference is `sim.reference_error` and the kernel's trace and fi
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from evidence.collector import Collector
@@ -71,7 +72,11 @@ class SimulationCollector(Collector):
             runs = [pool.submit(run_job, job, submission.files, self.sandbox, status)
                     for job in (kernel_job, reference_job)]
             kernel, reference = (r.result() for r in runs)
-        return evidence.items(kernel, reference)
+        start = time.perf_counter()
+        items = evidence.items(kernel, reference)
+        # the two children run side by side; the comparison runs here once both are back
+        self.timings = {"kernel": kernel.wall_s, "reference": reference.wall_s, "compare": time.perf_counter() - start}
+        return items
 
     def jobs(self, submission: Submission) -> tuple[ChildJob, ChildJob]:
         m = submission.manifest

@@ -98,3 +98,17 @@ def test_the_static_collector_times_its_analysis(tmp_path):
         "inputs": [{"name": "a", "shape": [128, 64]}]}), files={"k.py": src})
     bundle = gather(sub, collectors=[NkiStaticCollector])
     assert bundle.timings["nki-static.analysis"] > 0 and "nki-static.rules" in bundle.timings
+
+
+def test_the_simulator_times_its_children_and_the_comparison():
+    from evidence.nki.collector import SimulationCollector
+
+    src = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n@nki.jit\ndef k(a):\n"
+           "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    nl.store(out, value=nl.load(a))\n    return out\n")
+    sub = Submission(manifest=Manifest.model_validate({
+        "task": {"id": "t", "title": "T"}, "kernel": {"file": "k.py", "entry": "k"},
+        "inputs": [{"name": "a", "shape": [128, 64]}], "reference": {"file": "r.py", "entry": "r"}}),
+        files={"k.py": src, "r.py": "def r(a):\n    return a\n"})
+    t = gather(sub, collectors=[SimulationCollector]).timings
+    assert {"nki-simulator.kernel", "nki-simulator.reference", "nki-simulator.compare"} <= set(t)
+    assert 0 < t["nki-simulator.kernel"] <= t["nki-simulator"]
