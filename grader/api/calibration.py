@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
@@ -16,9 +19,20 @@ from grader.service.calibration import (
     ReviewerCalibrationView,
     ReviewerScoresRequest,
 )
+from grader.service.run_jobs import RunJobView
 from grader.store.keys import Principal
 
 router = APIRouter(tags=["calibration"], responses=ERRORS)
+
+
+V = TypeVar("V", bound=RunJobView)
+
+
+async def report_or_html(request: Request, view: V, render: Callable[[Any], str]) -> V | HTMLResponse:
+    """A run's view as JSON, or its finished report as one self-contained page for `Accept: text/html`."""
+    if view.report is not None and "text/html" in request.headers.get("accept", ""):
+        return HTMLResponse(await run_in_threadpool(render, view.report))
+    return view
 
 
 class ScoresStored(BaseModel):
@@ -39,12 +53,10 @@ async def start_run(body: CalibrationRequest, request: Request, response: Respon
 async def get_run(request: Request, run_id: str = Path(min_length=1, max_length=64),
                   _: Principal = Depends(require("lead"))) -> CalibrationRunView | HTMLResponse:
     """The run's state and report (JSON), or the HTML report with `Accept: text/html`."""
-    view = await run_in_threadpool(service.get_run, request.app.state.store, run_id)
-    if view.report is not None and "text/html" in request.headers.get("accept", ""):
-        from grader.reports.calibration_html import render_calibration_html
+    from grader.reports.calibration_html import render_calibration_html
 
-        return HTMLResponse(await run_in_threadpool(render_calibration_html, view.report))
-    return view
+    view = await run_in_threadpool(service.get_run, request.app.state.store, run_id)
+    return await report_or_html(request, view, render_calibration_html)
 
 
 @router.post("/v1/reviewer-scores", response_model=ScoresStored)

@@ -28,7 +28,7 @@ from grader.consistency.executor import Executor, LocalExecutor
 from grader.consistency.goldset import CalibrationError, GoldSet, load_gold_set
 from grader.consistency.grading import GradeResult, GradeTask, grade
 from grader.consistency.perturb import PERTURBATIONS, perturb
-from grader.consistency.report import CalibrationReport, ItemOutcome, SetRef
+from grader.consistency.report import CalibrationReport, ItemOutcome, RunReport, SetRef
 from grader.consistency.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from grader.consistency.store import load_report_file
 from grader.draft import Draft, RubricRef
@@ -47,25 +47,31 @@ def _outcome(draft: Draft | None, criterion_id: str) -> Outcome:
     return c.score if c.status == "scored" and c.score is not None else c.status
 
 
-def _earlier(against: str | None, store: Any, gold: GoldSet, rubric: Rubric) -> CalibrationReport | AuditReport | None:
-    """The results to compare with: a report file, the newest stored run of an epoch, or (no `against`)
-    the newest stored audit of the same set."""
-    if against is None:
-        if store is None:
-            return None
-        audits = [s for s in store.list_audits(rubric=rubric.id) if s.set_name == gold.name]
-        return store.get_audit(audits[-1].id) if audits else None
-    if against.endswith(".json") or Path(against).is_file():
+def stored_results(store: Any, set_name: str, rubric_id: str, epoch: str | None) -> CalibrationReport | AuditReport | None:
+    """From a run store: the newest audit of the set (of `epoch`, when given), else the newest
+    calibration run of `epoch`; None when there is nothing to compare with."""
+    audits = [s for s in store.list_audits(epoch=epoch, rubric=rubric_id) if s.set_name == set_name]
+    if audits:
+        return store.get_audit(audits[-1].id)
+    return store.latest_run(epoch, rubric_id) if epoch is not None else None
+
+
+def _earlier(against: str | RunReport | None, store: Any, gold: GoldSet,
+             rubric: Rubric) -> CalibrationReport | AuditReport | None:
+    """The results to compare with: a report the caller loaded, a report file, the newest stored run
+    of an epoch, or (no `against`) the newest stored audit of the same set."""
+    if isinstance(against, RunReport):
+        return against  # type: ignore[return-value]
+    if against is not None and (against.endswith(".json") or Path(against).is_file()):
         return load_report_file(against)
     if store is None:
+        if against is None:
+            return None
         raise CalibrationError("an epoch needs the run store (drop --no-store)", where="--against")
-    found = [s for s in store.list_audits(epoch=against, rubric=rubric.id) if s.set_name == gold.name]
-    if found:
-        return store.get_audit(found[-1].id)
-    run = store.latest_run(against, rubric.id)
-    if run is None:
+    found = stored_results(store, gold.name, rubric.id, against)
+    if found is None and against is not None:
         raise CalibrationError(f"no stored audit or calibration run of epoch {against!r} for set {gold.name}", where="--against")
-    return run
+    return found
 
 
 def drift(before: CalibrationReport | AuditReport, outcomes: list[ItemOutcome], rubric: Rubric, epoch: str) -> Drift:
@@ -95,7 +101,7 @@ def run_audit(
     rubric: Rubric | str | None = None,
     settings: Settings | None = None,
     executor: Executor | None = None,
-    against: str | None = None,
+    against: str | RunReport | None = None,
     perturbations: tuple[str, ...] = PERTURBATIONS,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,

@@ -4,7 +4,6 @@ calibration items, and reviewers' agreement with gold and certification per crit
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,10 +13,9 @@ from sqlalchemy.orm import Session
 
 from grader.consistency.report import CalibrationReport, ReviewerReport
 from grader.consistency.reviews import ReviewerScore
-from grader.service import jobs
 from grader.service.errors import Conflict, Forbidden, Invalid, NotFound
 from grader.service.evaluations import job_settings
-from grader.service.views import iso
+from grader.service.run_jobs import RunJobs, RunJobView, RunRequest, checked_rubric, pick_set, sets_under
 from grader.settings import Settings
 from grader.store import audit_log
 from grader.store.db import Store
@@ -32,67 +30,32 @@ REVIEWER_RESAMPLES = 200
 
 def known_sets() -> dict[str, Path]:
     """Calibration sets the server has (requests name them; they never pass paths)."""
-    if not SETS_ROOT.is_dir():
-        return {}
-    return {p.name: p for p in sorted(SETS_ROOT.iterdir()) if p.is_dir() and not p.name.startswith((".", "_"))}
+    return sets_under(SETS_ROOT)
 
 
 def _set_path(name: str) -> Path:
-    sets = known_sets()
-    if name not in sets:
-        raise Invalid(f"unknown calibration set {name!r}; available: {sorted(sets)}", field="set")
-    return sets[name]
+    return pick_set(name, known_sets(), "calibration")
 
 
-class CalibrationRequest(BaseModel):
-    model_config = {"extra": "forbid"}
-
-    set: str = Field(min_length=1, max_length=100, description="a calibration set known to the server")
-    rubric: str | None = Field(default=None, max_length=100)
-    drafter: Literal["rules", "llm"] | None = None
-    model: str | None = Field(default=None, max_length=200)
-    samples: int | None = Field(default=None, ge=1, le=16)
-    resamples: int = Field(default=1000, ge=0, le=10000, description="bootstrap resamples for the CIs")
+class CalibrationRequest(RunRequest):
+    """A calibration run of a set in evals/calibration."""
 
 
-class CalibrationRunView(BaseModel):
-    id: str
-    state: Literal["queued", "running", "done", "failed"]
-    set: str
-    error: str | None
-    attempts: int
-    created_at: datetime
-    finished_at: datetime | None
+class CalibrationRunView(RunJobView):
     report: CalibrationReport | None = None
 
 
+RUNS = RunJobs(KIND, "calibration run", CalibrationRun, CalibrationReport, CalibrationRunView)
+
+
 def submit_run(store: Store, settings: Settings, principal: Principal, request: CalibrationRequest) -> CalibrationRunView:
-    from grader.rubric import available_rubrics
-
     _set_path(request.set)
-    rubric = request.rubric or settings.rubric
-    if rubric not in available_rubrics():
-        raise Invalid(f"unknown rubric {rubric!r}; available: {sorted(available_rubrics())}", field="rubric")
-    with store.write() as session:
-        job, _ = jobs.enqueue(session, kind=KIND, params=request.model_dump() | {"rubric": rubric},
-                              submitted_by=principal.id, max_attempts=settings.job_attempts,
-                              queue_max=settings.queue_max)
-        return _view(session, job)
-
-
-def _view(session: Session, job: Job) -> CalibrationRunView:
-    row = session.scalars(select(CalibrationRun).where(CalibrationRun.job_id == job.id)).first()
-    return CalibrationRunView(id=job.id, state=job.state, set=job.params["set"], error=job.error, attempts=job.attempts,
-                              created_at=iso(job.created_at), finished_at=iso(job.finished_at),
-                              report=CalibrationReport.model_validate_json(row.report_json) if row else None)
+    params = request.model_dump() | {"rubric": checked_rubric(request.rubric, settings)}
+    return RUNS.submit(store, settings, principal, params)
 
 
 def get_run(store: Store, run_id: str) -> CalibrationRunView:
-    with store.read() as session:
-        job = session.get(Job, run_id)
-        if job is None or job.kind != KIND:
-            raise NotFound("no such calibration run")
-        return _view(session, job)
+    return RUNS.get(store, run_id)
 
 
 def run_calibration_job(store: Store, settings: Settings, job: Job):  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ from grader.store.db import Store
 from grader.store.models import AuditRun, CalibrationItemResult, CalibrationRun
 
 if TYPE_CHECKING:
+    from grader.consistency.audit_report import AuditReport
     from grader.consistency.report import CalibrationReport
 
 
@@ -92,18 +93,35 @@ class SqlRunStore:
         return None if row is None else CalibrationReport.model_validate_json(row.report_json)
 
     # -- audits ------------------------------------------------------------------------------
-    def save_audit(self, report: Any) -> str:
+    def save_audit(self, report: AuditReport) -> str:
         with self.store.write() as session:
-            session.add(AuditRun(**_columns(report, self.job_id)))
-            audit_log.append(session, actor=self.actor, action="audit.saved", subject=f"audit:{report.id}",
-                             data={"set": report.set.name, "epoch": report.epoch.hash, "passed": report.passed,
-                                   "job": self.job_id})
+            return self.add_audit(session, report)
+
+    def add_audit(self, session: Session, report: AuditReport) -> str:
+        """Save inside the caller's transaction (an audit job stores its report and finishes in one commit)."""
+        session.add(AuditRun(**_columns(report, self.job_id)))
+        audit_log.append(session, actor=self.actor, action="audit.saved", subject=f"audit:{report.id}",
+                         data={"set": report.set.name, "epoch": report.epoch.hash, "passed": report.passed,
+                               "job": self.job_id})
         return report.id
 
-    def get_audit(self, audit_id: str) -> Any:
-        from grader.consistency.audit_report import AuditReport  # type: ignore[import-not-found]
+    def get_audit(self, audit_id: str) -> AuditReport:
+        from grader.consistency.audit_report import AuditReport
 
         return AuditReport.model_validate_json(self._get(AuditRun, audit_id, "audit"))
 
     def list_audits(self, *, epoch: str | None = None, rubric: str | None = None) -> list[RunSummary]:
         return [_summary(r, "audit") for r in self._list(AuditRun, epoch, rubric)]
+
+    # -- either -------------------------------------------------------------------------------
+    def find(self, ref: str) -> CalibrationReport | AuditReport | None:
+        """A stored audit or calibration run by its report id or by the id of the job that produced it."""
+        from grader.consistency.audit_report import AuditReport
+        from grader.consistency.report import CalibrationReport
+
+        with self.store.read() as session:
+            for model, report in ((AuditRun, AuditReport), (CalibrationRun, CalibrationReport)):
+                row = session.scalars(select(model).where((model.id == ref) | (model.job_id == ref)).limit(1)).first()
+                if row is not None:
+                    return report.model_validate_json(row.report_json)
+        return None
