@@ -151,6 +151,7 @@ def audit(
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)"),
     perturbation: Optional[list[str]] = typer.Option(None, "--perturbation", help="rename, reorder, comments, injection (default: all)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the JSON report to FILE"),
+    html: Optional[Path] = typer.Option(None, "--html", help="write the self-contained HTML report to FILE"),
     no_store: bool = typer.Option(False, "--no-store", help="do not save the audit in the data directory"),
     no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the model-reply cache"),
 ) -> None:
@@ -171,6 +172,10 @@ def audit(
             ex.shutdown()
         if output:
             _write(output, report.model_dump_json(indent=2))
+        if html:
+            from grader.reports.audit_html import render_audit_html
+
+            _write(html, render_audit_html(report))
     except GraderError as exc:
         _fail(exc.one_line())
         return

@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 
 from grader.consistency.compare import CriterionAgreement
-from grader.consistency.report import CalibrationReport
+from grader.consistency.report import CalibrationReport, RunReport
 from grader.errors import GraderError
 from grader.reports.calibration_table import num, pct, with_ci
 
@@ -23,7 +23,7 @@ HEATMAP_COLUMNS = 4
 
 
 @cache
-def _env() -> jinja2.Environment:
+def template_env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=pct, num=num, ci=with_ci)
@@ -68,17 +68,19 @@ def heatmaps_png(panels: list[CriterionAgreement], labels: list[int]) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def render_calibration_html(report: CalibrationReport, *, disagreements: int = 15) -> str:
-    labels = report.overall.agreement.labels
-    titles = {}
+def criterion_titles(report: RunReport) -> dict[str, str]:
     try:
         from grader.rubric import load_rubric
 
-        titles = {c.id: c.title for c in load_rubric(report.rubric.id).criteria}
+        return {c.id: c.title for c in load_rubric(report.rubric.id).criteria}
     except GraderError:  # a stored run of a rubric no longer installed still renders, with ids only
-        titles = {}
-    return _env().get_template("calibration.html.j2").render(
-        r=report, titles=titles, rows=[*report.criteria, report.overall],
+        return {}
+
+
+def render_calibration_html(report: CalibrationReport, *, disagreements: int = 15) -> str:
+    labels = report.overall.agreement.labels
+    return template_env().get_template("calibration.html.j2").render(
+        r=report, titles=criterion_titles(report), rows=[*report.criteria, report.overall],
         heatmap=heatmaps_png([c for c in (*report.criteria, report.overall) if c.agreement.n], labels),
         no_pairs=[c.criterion_id for c in report.criteria if not c.agreement.n],
         worst=report.disagreements(disagreements),
