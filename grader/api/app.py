@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from grader.api import admin, calibration, evaluations, ops, routes
+from grader.api import admin, audits, calibration, evaluations, ops, routes
 from grader.api.metrics import build_registry
 from grader.api.middleware import RequestContext
 from grader.errors import GraderError, RubricError, SubmissionError, SubmissionTooLarge
@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, *, 
     app.add_exception_handler(GraderError, _grader_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)
-    for router in (ops.router, evaluations.router, calibration.router, admin.router, routes.router):
+    for router in (ops.router, evaluations.router, calibration.router, audits.router, admin.router, routes.router):
         app.include_router(router)
     # JSON encoding inflates text; allow headroom over the raw submission limit.
     app.add_middleware(BodySizeLimit, max_bytes=2 * settings.max_submission_bytes + 64 * 1024)

@@ -28,10 +28,11 @@ Handler = Callable[[Store, Settings, Job], Callable[[Session, Job], dict[str, An
 
 
 def handlers() -> dict[str, Handler]:
+    from grader.service.audits import run_audit_job
     from grader.service.calibration import run_calibration_job
     from grader.service.evaluations import run_evaluation_job
 
-    return {"evaluation": run_evaluation_job, "calibration": run_calibration_job}
+    return {"evaluation": run_evaluation_job, "calibration": run_calibration_job, "audit": run_audit_job}
 
 
 @dataclass

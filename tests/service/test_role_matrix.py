@@ -8,7 +8,7 @@ from fastapi.routing import APIRoute
 
 from grader.store.keys import ROLES, create_key, revoke_key
 
-PATH_VALUES = {"evaluation_id": "0" * 32, "run_id": "0" * 32, "key_id": "no-such-key", "reviewer_id": "nobody",
+PATH_VALUES = {"evaluation_id": "0" * 32, "run_id": "0" * 32, "audit_id": "0" * 32, "key_id": "no-such-key", "reviewer_id": "nobody",
                "rubric_id": "nki-kernel-review"}
 
 
