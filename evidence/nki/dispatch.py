@@ -24,13 +24,15 @@ _HBM = ("hbm", "shared_hbm", "private_hbm")
 class Call:
     """The plan of one instruction, filled in by the op's check rule."""
 
-    __slots__ = ("op", "engine", "ins", "out", "result", "p", "mask", "flops", "dtype", "partitions", "elements")
+    __slots__ = ("op", "engine", "ins", "out", "into", "result", "p", "mask", "flops", "dtype", "partitions",
+                 "elements")
 
     def __init__(self, op: str, engine: str | None) -> None:
         self.op = op
         self.engine = engine  # None: bookkeeping only, no instruction is recorded
         self.ins: list = []  # (Tensor) operands read
         self.out = None  # Tensor written (fresh result or destination view)
+        self.into = None  # nki 0.3+ dst-first calls: the destination the fresh result `out` is delivered to
         self.result = None  # what the shim returns to the kernel
         self.p: dict = {}  # op-specific parameters for execute/cost
         self.mask = None  # bool array of the op's mask=, or None
@@ -40,7 +42,9 @@ class Call:
         self.elements = 0
 
 
-def call(name: str, args: tuple, kwargs: dict):
+def call(name: str, args: tuple, kwargs: dict, into=None):
+    """Run op `name`. With `into` (a destination tile, the nki 0.3+ dst-first form), the op's fresh
+    result is written there (`Tensor.receive`) and the call returns nothing."""
     st = _state.current()
     if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
         st.sample_peaks()
@@ -56,18 +60,27 @@ def call(name: str, args: tuple, kwargs: dict):
         )
     redundant_before = st.redundant_bytes
     c = op.check(st, *args, **kwargs)
-    if c.out is not None and c.out.alloc.param >= 0:
-        st.params_written.add(c.out.alloc.param)  # an instruction writes an argument (host_access)
+    if into is not None:
+        into.check_destination(c)  # a tile method (tensor sits above this module)
+        c.into, c.result = into, None
+    written = c.into if c.into is not None else c.out
+    if written is not None and written.alloc.param >= 0:
+        st.params_written.add(written.alloc.param)  # an instruction writes an argument (host_access)
     if c.engine is not None:
         _record(st, op, c, st.redundant_bytes - redundant_before)
     elif st.recorder.keep and c.out is not None:
         _forward(st, c)
-    if op.execute is not None and not st.trace_only:
+    if st.trace_only:
+        if c.into is not None:
+            c.into.receive(c.out, c.p.get("accumulate", False))  # write bookkeeping only
+    elif op.execute is not None:
         st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
         st.read_direct = False
         if st.pipeline.jobs and not op.concurrent:
             _settle(st, c)
         op.execute(st, c)
+        if c.into is not None and not c.p.get("delivered"):
+            c.into.receive(c.out, c.p.get("accumulate", False))
     return c.result
 
 
@@ -76,7 +89,7 @@ def _settle(st, c: Call) -> None:
     their writers for what it reads, writers and readers for what it writes or might write."""
     reads = {t.alloc for t in c.ins}
     writes = set()
-    for x in (c.out, c.result, *c.p.values()):
+    for x in (c.out, c.into, c.result, *c.p.values()):
         for t in (x if isinstance(x, (tuple, list)) else (x,)):
             if getattr(t, "alloc", None) is not None:  # a tile (tensor sits above this module)
                 writes.add(t.alloc)
@@ -151,13 +164,13 @@ def _dma_run(c: Call, nbytes: int, parts: int) -> int:
     onchip = False
     for t in c.ins:
         if t.alloc.buffer in _HBM:
-            hbm = hbm or t
+            hbm = t if hbm is None else hbm
         else:
             onchip = True
-    out = c.out
+    out = c.into if c.into is not None else c.out
     if out is not None:
         if out.alloc.buffer in _HBM:
-            hbm = hbm or out
+            hbm = out if hbm is None else hbm
         else:
             onchip = True
     per_partition = nbytes // max(parts, 1)
@@ -172,7 +185,7 @@ def _record(st, op, c: Call, redundant: int = 0) -> None:
     writes = [0, 0, 0]
     for t in c.ins:
         reads[_BUF_SLOT[t.alloc.buffer]] += t.size * t.itemsize
-    out = c.out
+    out = c.into if c.into is not None else c.out
     if out is not None:
         writes[_BUF_SLOT[out.alloc.buffer]] += out.size * out.itemsize
         shape = out.shape

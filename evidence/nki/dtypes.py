@@ -21,12 +21,32 @@ class _TF32:
         return "tfloat32"
 
 
+class Packed:
+    """Marker dtype for the nki 0.3+ x4-packed MX formats (four 8- or 4-bit values in 32 bits, for
+    TensorE's nc_matmul_mx on NeuronCore-v4): stored as their raw uint32 words; only copies and zero
+    fills are simulated."""
+
+    itemsize = 4
+    kind = "V"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)  # IEEE-style ("cFP8"), not the OCP `fn` variant
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 tfloat32 = _TF32()
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)  # OCP fp8 (nki 0.3+, NeuronCore-v4)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)  # MX block scale
+float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = (Packed(n) for n in (
+    "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"))
+PACKED = {p.name: p for p in (float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4)}
 int8, uint8 = np.dtype(np.int8), np.dtype(np.uint8)
 int16, uint16 = np.dtype(np.int16), np.dtype(np.uint16)
 int32, uint32 = np.dtype(np.int32), np.dtype(np.uint32)
@@ -36,7 +56,7 @@ BY_NAME = {
     "float32": float32, "fp32": float32, "float16": float16, "fp16": float16, "bfloat16": bfloat16,
     "bf16": bfloat16, "float8_e4m3": float8_e4m3, "float8_e5m2": float8_e5m2, "tfloat32": tfloat32,
     "int8": int8, "uint8": uint8, "int16": int16, "uint16": uint16, "int32": int32, "uint32": uint32,
-    "bool": bool_, "bool_": bool_,
+    "bool": bool_, "bool_": bool_, "float8_e4m3fn": float8_e4m3fn, "float8_e8m0fnu": float8_e8m0fnu, **PACKED,
 }
 _FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, bfloat16: 1, float16: 1, tfloat32: 2, float32: 3}
 INT_SENTINEL = 4  # what uninitialised integer memory holds (the 2026 simulator uses 4, REFERENCE §8.2)
@@ -48,6 +68,8 @@ def resolve(dt: object) -> np.dtype | _TF32:
         raise ValueError("dtype is None")
     if dt is tfloat32 or isinstance(dt, _TF32):
         return tfloat32
+    if isinstance(dt, Packed):
+        return PACKED[dt.name]
     if isinstance(dt, str):
         if dt not in BY_NAME:
             raise ValueError(f"unknown dtype {dt!r}")
@@ -63,23 +85,27 @@ def resolve(dt: object) -> np.dtype | _TF32:
 
 
 def storage(dt: np.dtype | _TF32) -> np.dtype:
-    return float32 if dt is tfloat32 else dt
+    if dt is tfloat32:
+        return float32
+    return uint32 if isinstance(dt, Packed) else dt
 
 
 def name(dt: object) -> str:
-    return "tfloat32" if isinstance(dt, _TF32) else np.dtype(dt).name
+    return dt.name if isinstance(dt, (_TF32, Packed)) else np.dtype(dt).name
 
 
 def is_float(dt: object) -> bool:
+    if isinstance(dt, Packed):
+        return False
     return dt is tfloat32 or dt in _FLOAT_RANK or np.dtype(dt).kind == "f"
 
 
 def is_int(dt: object) -> bool:
-    return dt is not tfloat32 and np.dtype(dt).kind in "iu"
+    return dt is not tfloat32 and not isinstance(dt, Packed) and np.dtype(dt).kind in "iu"
 
 
 def itemsize(dt: object) -> int:
-    return 4 if dt is tfloat32 else np.dtype(dt).itemsize
+    return 4 if dt is tfloat32 or isinstance(dt, Packed) else np.dtype(dt).itemsize
 
 
 def round_tf32(a: np.ndarray) -> np.ndarray:
@@ -95,7 +121,7 @@ def cast(a: np.ndarray, dt: object) -> np.ndarray:
     """Cast to a storage dtype with RNE; float to int rounds to nearest (even) and saturates."""
     if dt is tfloat32:
         return round_tf32(np.asarray(a, dtype=np.float32))
-    d = np.dtype(dt)
+    d = storage(dt) if isinstance(dt, Packed) else np.dtype(dt)
     a = np.asarray(a)
     if a.dtype == d:
         return a

@@ -40,7 +40,3 @@ class KernelError(SimulationError):
 
 class KernelLoadError(EvidenceError):
     """The kernel source could not be loaded (syntax error, failing import, missing entry)."""
-
-
-class UnsupportedDialectError(KernelLoadError):
-    """The source is written in the standalone nki 0.3+ dst-first dialect, which is not simulated."""

@@ -24,7 +24,7 @@ class Kernel:
 
     def __getitem__(self, grid) -> Kernel:
         grid = grid if isinstance(grid, tuple) else (grid,)
-        return Kernel(self.func, self.mode, tuple(int(g) for g in grid), self.timing, self.options)
+        return type(self)(self.func, self.mode, tuple(int(g) for g in grid), self.timing, self.options)
 
     def __call__(self, *args, **kwargs):
         st = _state.get()
@@ -32,7 +32,11 @@ class Kernel:
             if self.grid:
                 raise st.error("err_nested_kernel_with_spmd_grid", f"kernel {self.__name__} with a grid called inside a kernel")
             return self.func(*args, **kwargs)
-        return simulate(self, *args, **kwargs).returned
+        return simulate(self, *args, target=self.target(), **kwargs).returned
+
+    def target(self) -> str:
+        """The target a direct call simulates for (the standalone dialect reads the environment)."""
+        return "trn2"
 
     def __repr__(self) -> str:
         return f"<nki kernel {self.__name__}{list(self.grid) if self.grid else ''}>"

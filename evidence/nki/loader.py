@@ -1,14 +1,22 @@
 """Loading kernel source with the NKI import names mapped onto the simulator's shim.
 
-`shim_imports()` is a re-entrant context manager that puts the shim modules into `sys.modules`
-under `neuronxcc`, `neuronxcc.nki[.language|.isa|.typing|.compiler]` and the `nki.*` aliases,
-and restores every entry it touched on exit. It is active while a kernel module executes and
-while `simulate` runs a kernel, so imports inside kernel bodies resolve too; nothing leaks.
+`shim_imports(dialect, modules)` puts one dialect's shim modules into `sys.modules` (beta:
+`neuronxcc`, `neuronxcc.nki[.language|.isa|.typing|.compiler]`; standalone nki 0.3+: `nki`,
+`nki.language`, `nki.isa`, `nki.typing`, `nki.compiler`), plus a submission's own modules, and
+restores every entry it touched on exit; nested uses stack. It is active while a kernel module
+executes and while `simulate` runs a kernel, so imports inside kernel bodies resolve too; nothing
+leaks. The dialect is detected per file from its imports (evidence.nki.dialect).
+
+Multi-file submissions: a kernel file may import helper modules from its folder (`import helpers`,
+`from tiles.plan import x`, or relative `from .helpers import y`). They load like the kernel file:
+their NKI imports resolve to the same dialect's shim and their lines are kernel lines.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.abc
+import importlib.util
 import itertools
 import linecache
 import os
@@ -17,111 +25,125 @@ import types
 from contextlib import contextmanager
 from pathlib import Path
 
-from evidence.nki.errors import KernelLoadError, UnsupportedDialectError
+from evidence.nki import dialect as _dialect
+from evidence.nki import state as _state
+from evidence.nki.errors import EvidenceError, KernelLoadError
 
 LOADED_FILES: dict[str, str] = {}  # code filename -> display name, for kernel line attribution
 _counter = itertools.count(1)
-_depth = 0
-_saved: dict[str, object] = {}
 _MISSING = object()
 
 
-def _shim_table() -> dict[str, types.ModuleType]:
-    from evidence.nki.shim import compiler, isa, language, nki, typing
+def _shim_table(dialect: str) -> dict[str, types.ModuleType]:
+    # imported here: the shim's top modules call back into `simulate`, which imports this module
+    from evidence.nki.shim import compiler, typing
+
+    if dialect == _dialect.STANDALONE:
+        from evidence.nki.shim.standalone import isa, language, nki
+
+        return {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.typing": typing, "nki.compiler": compiler}
+    from evidence.nki.shim import isa, language, nki
 
     root = types.ModuleType("neuronxcc")
     root.__doc__ = "NKI simulator stand-in for neuronx-cc (evidence.nki)"
     root.nki = nki
     table = {"neuronxcc": root}
-    for prefix in ("neuronxcc.nki", "nki"):
-        table[prefix] = nki
-        table[prefix + ".language"] = language
-        table[prefix + ".isa"] = isa
-        table[prefix + ".typing"] = typing
-        table[prefix + ".compiler"] = compiler
+    for suffix, module in (("", nki), (".language", language), (".isa", isa), (".typing", typing),
+                           (".compiler", compiler)):
+        table["neuronxcc.nki" + suffix] = module
     return table
 
 
 @contextmanager
-def shim_imports():
-    global _depth
-    if _depth == 0:
-        table = _shim_table()
-        _saved.clear()
-        for name, module in table.items():
-            _saved[name] = sys.modules.get(name, _MISSING)
-            sys.modules[name] = module
-    _depth += 1
+def shim_imports(dialect: str = _dialect.BETA, modules: dict[str, types.ModuleType] | None = None):
+    table = _shim_table(dialect)
+    table.update(modules or {})
+    saved = {name: sys.modules.get(name, _MISSING) for name in table}
+    sys.modules.update(table)
     try:
         yield
     finally:
-        _depth -= 1
-        if _depth == 0:
-            for name, old in _saved.items():
-                if old is _MISSING:
-                    sys.modules.pop(name, None)
-                else:
-                    sys.modules[name] = old
-            _saved.clear()
+        for name, old in saved.items():
+            if old is _MISSING:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
 
 
-# --- dialect detection -------------------------------------------------------------------------
+# --- submission modules ------------------------------------------------------------------------
 
-_COMPUTE = {"activation", "tensor_tensor", "tensor_scalar", "tensor_copy", "memset", "iota", "nc_matmul",
-            "nc_transpose", "tensor_reduce", "reciprocal", "exponential", "tensor_tensor_scan", "affine_select",
-            "scalar_tensor_tensor", "bn_stats", "bn_aggr"}
-_BETA_DST_KW = {"dma_copy", "tensor_copy_dynamic_dst", "tensor_copy_predicated", "nc_stream_shuffle", "dma_compute",
-                "select_reduce"}
-_NEW_ONLY = {"register_alloc", "register_load", "register_store", "register_move", "fori_loop", "while_loop",
-             "dynamic_range", "dma_compute", "nonzero_with_count", "core_barrier", "sendrecv"}
+class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds and loads the submission's own modules (siblings of the kernel file under `root`), by
+    absolute name or under the synthetic package the kernel file is a member of (relative imports)."""
+
+    def __init__(self, root: Path, package: str, dialect: str | None) -> None:
+        self.root, self.package, self.dialect = root, package, dialect
+        self.loaded: dict[str, types.ModuleType] = {}
+
+    def _path(self, fullname: str) -> Path | None:
+        rel = fullname[len(self.package) + 1:] if fullname.startswith(self.package + ".") else fullname
+        base = self.root.joinpath(*rel.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file() and self.root in candidate.resolve().parents:
+                return candidate
+        return None
+
+    def find_spec(self, fullname, path=None, target=None):
+        found = self._path(fullname)
+        if found is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=str(found),
+                                               is_package=found.name == "__init__.py")
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        path = Path(module.__spec__.origin)
+        display = path.resolve().relative_to(self.root.resolve()).as_posix()
+        source = _read(path, display)
+        tree = _parse(source, str(path.resolve()), display)
+        found = _dialect.detect(tree, display)
+        if found is not None and self.dialect is not None and found != self.dialect:
+            raise KernelLoadError("err_mixed_nki_dialects", f"{display} is written in the {found} NKI dialect, the "
+                                  f"kernel in the {self.dialect} one; NKI 0.4+ rejects mixing them", display, 1)
+        if module.__spec__.submodule_search_locations is not None:
+            module.__path__ = [str(path.parent)]
+        _execute(module, tree, source, str(path.resolve()), display)
+        self.loaded[module.__name__] = module
 
 
-def _isa_aliases(tree: ast.AST) -> tuple[set[str], set[str]]:
-    isa, lang = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.endswith("nki.isa") and a.asname:
-                    isa.add(a.asname)
-                if a.name.endswith("nki.language") and a.asname:
-                    lang.add(a.asname)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("nki"):
-            for a in node.names:
-                if a.name == "isa":
-                    isa.add(a.asname or a.name)
-                if a.name == "language":
-                    lang.add(a.asname or a.name)
-    return isa, lang
+def _read(path: Path, display: str) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelLoadError("import_error", f"cannot read {display}: {exc}", display, 1) from exc
 
 
-def detect_dialect(tree: ast.AST) -> tuple[int, str] | None:
-    """(line, reason) of the first construct only the standalone nki 0.3+ dialect has, else None."""
-    isa, lang = _isa_aliases(tree)
-    hits: list[tuple[int, str]] = []
-    discarded = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            continue
-        f = node.func
-        base = f.value.id if isinstance(f.value, ast.Name) else None
-        if f.attr == "ap" and base is None:
-            hits.append((node.lineno, "access patterns (.ap) are an nki 0.3+ feature"))
-        if base in lang and f.attr in _NEW_ONLY:
-            hits.append((node.lineno, f"nl.{f.attr} exists only in nki 0.3+"))
-        if base not in isa:
-            continue
-        kws = {k.arg for k in node.keywords}
-        if f.attr in _NEW_ONLY:
-            hits.append((node.lineno, f"nisa.{f.attr} exists only in nki 0.3+"))
-        elif "dst" in kws and f.attr not in _BETA_DST_KW:
-            hits.append((node.lineno, f"nisa.{f.attr}(dst=...) is the dst-first nki 0.3+ form"))
-        elif f.attr == "dma_copy" and node.args:
-            hits.append((node.lineno, "nisa.dma_copy with positional dst/src is the nki 0.3+ form"))
-        elif f.attr == "nc_matmul" and len(node.args) >= 3:
-            hits.append((node.lineno, "nisa.nc_matmul(dst, stationary, moving) is the nki 0.3+ form"))
-        elif f.attr in _COMPUTE and id(node) in discarded and "reduce_res" not in kws:
-            hits.append((node.lineno, f"nisa.{f.attr}(...) used as a statement: in nki 0.3+ it writes dst"))
-    return min(hits) if hits else None
+def _parse(source: str, filename: str, display: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename)
+    except SyntaxError as exc:
+        raise KernelLoadError("syntax_error", exc.msg or "invalid syntax", display, exc.lineno or 1) from exc
+
+
+def _execute(module: types.ModuleType, tree: ast.Module, source: str, filename: str, display: str) -> None:
+    if not os.path.exists(filename):
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    LOADED_FILES[filename] = display
+    module.__file__ = filename
+    module.__nki_display__ = display
+    code = compile(tree, filename, "exec")
+    try:
+        exec(code, module.__dict__)
+    except EvidenceError as exc:  # e.g. a removed nki.jit argument, a helper module's load error
+        if not exc.file:
+            exc.file, exc.line = display, innermost_line(exc, filename)
+        raise
+    except Exception as exc:
+        line = innermost_line(exc, filename)
+        kind = "import_error" if isinstance(exc, ImportError) else "python_error"
+        raise KernelLoadError(kind, f"{type(exc).__name__}: {exc}", display, line) from exc
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -132,52 +154,53 @@ def _is_path(x) -> bool:
     return isinstance(x, str) and "\n" not in x and len(x) < 4096 and x.endswith(".py") and os.path.exists(x)
 
 
-def load_kernel(path_or_source, *, filename: str | None = None, display: str | None = None) -> types.ModuleType:
+def load_kernel(path_or_source, *, filename: str | None = None, display: str | None = None,
+                root: str | Path | None = None, target: str = "trn2") -> types.ModuleType:
     """Execute an NKI kernel file (or source text) as a fresh module whose NKI imports hit the shim.
 
-    `display` is the name used in errors and findings (e.g. the submission-relative path).
-    Raises KernelLoadError (syntax error, failing import) or UnsupportedDialectError.
+    `display` is the name used in errors and findings (e.g. the submission-relative path). `root`
+    is the folder the kernel may import its own modules from (default: a file's folder). `target`
+    is what module-level code sees in `nl.tile_size` (helper configs read it at import time).
+    Raises KernelLoadError (syntax error, failing import, mixed dialects, ...).
     """
     if _is_path(path_or_source):
         path = Path(path_or_source)
-        source = path.read_text()
         filename = filename or str(path.resolve())
         display = display or path.name
+        source = _read(path, display)
+        root = Path(root) if root is not None else path.resolve().parent
     else:
         source = str(path_or_source)
         filename = filename or f"<nki-kernel-{next(_counter)}>"
         display = display or filename
-    try:
-        tree = ast.parse(source, filename)
-    except SyntaxError as exc:
-        raise KernelLoadError("syntax_error", exc.msg or "invalid syntax", display, exc.lineno or 1) from exc
-    found = detect_dialect(tree)
-    if found:
-        line, reason = found
-        raise UnsupportedDialectError(
-            "unsupported_dialect",
-            f"standalone nki 0.3+ (dst-first) dialect detected: {reason}; the simulator targets the beta "
-            "neuronxcc.nki dialect",
-            display, line,
-        )
-    if not os.path.exists(filename):
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    LOADED_FILES[filename] = display
+    tree = _parse(source, filename, display)
+    dialect = _dialect.detect(tree, display)
     module = types.ModuleType(f"nki_kernel_{next(_counter)}")
-    module.__file__ = filename
-    module.__nki_display__ = display
-    code = compile(tree, filename, "exec")
-    with shim_imports():
-        # registered while it executes (dataclasses and typing look the module up), removed afterwards
-        sys.modules[module.__name__] = module
+    module.__nki_dialect__ = dialect or _dialect.BETA
+    modules: dict[str, types.ModuleType] = {}
+    finder = None
+    if root is not None:
+        package = types.ModuleType(f"nki_submission_{next(_counter)}")
+        package.__path__ = [str(Path(root).resolve())]
+        module.__package__ = package.__name__
+        modules[package.__name__] = package
+        finder = _SubmissionModules(Path(root).resolve(), package.__name__, dialect)
+    prev_target = _state.set_loading_target(target)
+    # the module is registered while it executes (dataclasses and typing look it up), removed afterwards
+    with shim_imports(module.__nki_dialect__, {**modules, module.__name__: module}):
+        if finder is not None:
+            sys.meta_path.insert(0, finder)
         try:
-            exec(code, module.__dict__)
-        except Exception as exc:
-            line = innermost_line(exc, filename)
-            kind = "import_error" if isinstance(exc, ImportError) else "python_error"
-            raise KernelLoadError(kind, f"{type(exc).__name__}: {exc}", display, line) from exc
+            _execute(module, tree, source, filename, display)
         finally:
-            sys.modules.pop(module.__name__, None)
+            _state.set_loading_target(prev_target)
+            if finder is not None:
+                sys.meta_path.remove(finder)
+                for name in finder.loaded:
+                    sys.modules.pop(name, None)
+    if finder is not None:
+        modules.update(finder.loaded)
+    module.__nki_modules__ = modules  # put back in sys.modules while the kernel runs (imports in its body)
     return module
 
 

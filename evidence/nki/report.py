@@ -41,6 +41,7 @@ class Report(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     target: str
+    dialect: str = "beta"  # the kernel file's NKI dialect: beta (neuronxcc.nki) | standalone (nki 0.3+)
     trace_only: bool
     instructions: int
     instr_by_engine: dict[str, int]
@@ -88,6 +89,7 @@ def build_report(st: State) -> Report:
         ))
     return Report(
         target=st.target,
+        dialect=st.dialect,
         trace_only=st.trace_only,
         instructions=sum(agg.instr.values()),
         instr_by_engine=dict(agg.instr),

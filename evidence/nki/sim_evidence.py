@@ -160,7 +160,8 @@ class SimEvidence:
         }
         return self.item("sim.trace", (self.kfile,), Severity.info,
                          f"Simulation trace: {r.instructions} instructions, {r.dma_count} DMAs", location=loc,
-                         metrics={k: float(v) for k, v in metrics.items()}, labels={"target": r.target})
+                         metrics={k: float(v) for k, v in metrics.items()},
+                         labels={"target": r.target, "dialect": r.dialect})
 
     def output_items(self, kernel: ChildOutcome, reference: ChildOutcome, loc) -> list[EvidenceItem]:
         task = self.sub.manifest.task

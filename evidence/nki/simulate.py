@@ -17,6 +17,7 @@ from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
 from evidence.nki.host_access import InputDigests, check_outputs
+from evidence.nki.dialect import BETA, STANDALONE
 from evidence.nki.loader import LOADED_FILES, shim_imports
 from evidence.nki.ops import OPS
 from evidence.nki.pipeline import default_workers, single_threaded_blas
@@ -125,6 +126,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     files.setdefault(fname, func.__globals__.get("__nki_display__") or os.path.basename(fname))
     st = _state.State(target, trace_only, files, OPS, keep_trace, default_workers())
     st.kernel_codes = {func.__code__}
+    st.dialect = func.__globals__.get("__nki_dialect__", BETA)  # set by load_kernel from the file's imports
     mutable = _mutable_params(func)
     names = list(inspect.signature(func).parameters)
     wrapped = [_wrap(st, a, i, i < len(names) and names[i] in mutable) for i, a in enumerate(args)]
@@ -136,7 +138,8 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     ret = None
     try:
         # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
-        with shim_imports(), np.errstate(all="ignore"), single_threaded_blas():
+        with shim_imports(st.dialect, func.__globals__.get("__nki_modules__")), np.errstate(all="ignore"), \
+                single_threaded_blas():
             try:
                 for pid in (np.ndindex(*grid) if grid else [()]):
                     st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
@@ -171,7 +174,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
 
 def _post_checks(st, ret, wrapped, wkw) -> None:
     returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
-    if returned:
+    if returned and st.dialect == BETA:  # nki 0.3+ kernels may write and return their arguments
         allp = wrapped + list(wkw.values())
         for idx, (file, line) in sorted(st.param_writes.items()):
             t = allp[idx] if idx < len(allp) else None
@@ -185,6 +188,10 @@ def _post_checks(st, ret, wrapped, wkw) -> None:
         if isinstance(r, Tensor):
             if r.alloc.buffer not in ("shared_hbm", "private_hbm", "hbm"):
                 raise st.error("err_unsupported_memory", f"kernel outputs must be HBM tensors, got {r.alloc.buffer}")
+            if st.dialect == STANDALONE and r.alloc.buffer != "shared_hbm":
+                raise SimulationError("err_unsupported_memory", f"returned output {list(r.shape)} is in "
+                                      f"{r.alloc.buffer}: nki 0.3+ requires returned outputs in nl.shared_hbm",
+                                      *r.alloc.site)
             stamp = r.alloc.stamp
             if stamp is not None:
                 written = np.count_nonzero(stamp >= 0)

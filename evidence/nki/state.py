@@ -47,6 +47,7 @@ class State:
         self.target = target
         self.ops = ops  # op name -> Op (evidence.nki.ops.OPS): what dispatch.call looks names up in
         self.pipeline = Pipeline(0 if trace_only else workers)  # TensorE jobs on worker threads
+        self.dialect = "beta"  # beta | standalone (evidence.nki.dialect), set by simulate from the kernel file
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions
@@ -166,6 +167,21 @@ class State:
 
 
 _current: State | None = None
+_loading = "trn2"
+# NEURON_PLATFORM_TARGET_OVERRIDE values (nki 0.3+): trn1/gen2, trn2/gen3, trn3/gen4
+PLATFORM_TARGETS = {"trn1": "trn1", "gen2": "trn1", "inf2": "inf2", "trn2": "trn2", "gen3": "trn2",
+                    "trn3": "trn3", "gen4": "trn3"}
+
+
+def loading_target() -> str:
+    """The target a kernel module sees while it is loaded (module-level code reads tile sizes)."""
+    return _loading
+
+
+def set_loading_target(target: str) -> str:
+    global _loading
+    prev, _loading = _loading, target
+    return prev
 
 
 def current() -> State:

@@ -21,7 +21,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki import dispatch, strided, undefined
+from evidence.nki import access_pattern, dispatch, strided, undefined
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
@@ -284,20 +284,119 @@ class Tensor(HostAccessGuard):
                 self.data[...] = v
             else:
                 np.copyto(self.data, v, where=fit_mask(mask, self.shape), casting="unsafe")
-        if self.wmask is not None and self.alloc.wmask is not None:
-            alloc = self.alloc
-            if mask is None:
-                fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
-                self.wmask[...] = True
-            else:
-                m = full_mask(mask, self.shape)
-                fresh_ = np.count_nonzero(m & ~self.wmask)
-                self.wmask[...] |= m
-            if alloc.unwritten is not None:
-                alloc.unwritten -= int(fresh_)
-            _settle(alloc)
+        self.mark_written(mask)
         if self.stamp is not None:
             _stamp(st, self.alloc, self.stamp, ..., mask, accumulate)
+
+    # --- nki 0.3+ (dst-first calls, access patterns) ------------------------------------------
+    def check_destination(self, c) -> None:
+        """This tile as the `dst` of a dst-first instruction whose plan `c` has a fresh result: the
+        same partitions and elements per partition, in a memory the engine can write."""
+        st = self.alloc.state
+        res = c.out
+        if res is None or not res.fresh:
+            raise st.error("err_invalid_dst", f"'{c.op}' has no result to write into dst")
+        if res.partitions != self.partitions or res.size != self.size:
+            raise st.error("err_shape_mismatch", f"dst {list(self.shape)} of '{c.op}' does not hold its result "
+                           f"{list(res.shape)} (partitions and elements per partition must match)")
+        allowed = {"tensor": ("psum",), "gpsimd": ("sbuf",), "dma": ONCHIP + HBM_KINDS}.get(c.engine, ONCHIP)
+        if self.alloc.buffer not in allowed:
+            raise st.error("err_unsupported_memory", f"'{c.op}' on the {c.engine} engine writes "
+                           f"{'|'.join(sorted({'hbm' if b in HBM_KINDS else b for b in allowed}))}, "
+                           f"not a {self.alloc.buffer} dst {list(self.shape)}")
+
+    def defined_mask(self) -> np.ndarray | None:
+        """Which elements of this view hold defined values (None: all of them)."""
+        if self.adv is None:
+            return self.wmask if self.wmask is not None and self.alloc.wmask is not None else None
+        parent, idx, _, _ = self.locate()
+        if parent.wmask is None or parent.alloc.wmask is None:
+            return None
+        return parent.wmask[idx].reshape(self.shape)
+
+    def receive(self, result: Tensor, accumulate=False) -> None:
+        """Write a dst-first instruction's fresh result here. A matmul's PSUM `accumulate`: True adds,
+        False overwrites, None (the default) adds where this tile already holds values and overwrites
+        where it does not, so the first matmul into a fresh allocation overwrites (REFERENCE §3.5)."""
+        st = self.alloc.state
+        if st.trace_only:
+            self.write(np.zeros(()), result.valid)
+            return
+        values, valid = result.data, result.valid
+        if result.shape != self.shape:  # same elements, another shape: [P] into [P, 1], [M, a*b] into [M, a, b]
+            values = values.reshape(self.shape)
+            valid = None if valid is None else valid.reshape(self.shape)
+        if accumulate is None:
+            defined = self.defined_mask()
+            current = dtypes.to_f32(self.data if self.adv is None else self.read())
+            values = current + values if defined is None else np.where(defined, current + values, values)
+        elif accumulate:
+            values = dtypes.to_f32(self.read()) + values  # onto undefined data: an undefined read
+        self.write(values, valid)
+
+    def ap(self, pattern, offset=0, scalar_offset=None, vector_offset=None, indirect_dim=0, **_) -> Tensor:
+        """nki 0.3+ access pattern over this tensor's row-major layout (see evidence.nki.access_pattern)."""
+        st = self.alloc.state
+        base = self.alloc.data
+        if self.adv is not None:
+            raise st.error("err_invalid_access_pattern", "'.ap' on an indexed gather; call it on the tensor")
+        try:
+            shape, steps = access_pattern.parse(pattern)
+        except ValueError as exc:
+            raise st.error("err_invalid_access_pattern", str(exc)) from None
+        if not st.trace_only and not base.flags.c_contiguous:
+            raise st.error("err_invalid_access_pattern", f"'.ap' needs a contiguous tensor, {self!r} is not")
+        # where this view begins: its data, or in trace-only mode (no data) a bookkeeping array shaped alike
+        probe = [(v, b) for v, b in ((self.data, base), (self.stamp, self.alloc.stamp), (self.lmask, self.alloc.lmask))
+                 if v is not None and b is not None and not (st.trace_only and b is base)]
+        start = int(offset) + (access_pattern.start_of(*probe[0]) if probe else 0)
+        row = int(np.prod(self.alloc.shape[int(indirect_dim) + 1:], dtype=np.int64))
+        if scalar_offset is not None:
+            start += _scalar(scalar_offset) * row
+        size = int(np.prod(self.alloc.shape, dtype=np.int64))
+        if vector_offset is not None:
+            if int(indirect_dim) != 0:
+                raise st.error("err_invalid_access_pattern", "a vector_offset indexes dimension 0 only")
+            rows = vector_offset.as_index().reshape(-1) if isinstance(vector_offset, Tensor) else np.asarray(vector_offset)
+            if rows.size != shape[0]:
+                raise st.error("err_invalid_access_pattern", f"vector_offset holds {rows.size} rows for "
+                               f"{shape[0]} partitions")
+            flat = access_pattern.gathered(start, shape, steps, rows.astype(np.int64), row)
+            if flat.size and (flat.min() < 0 or flat.max() >= size):
+                raise st.error("err_tensor_access_out_of_bound", f"access pattern {pattern} with vector_offset "
+                               f"rows [{int(rows.min())}, {int(rows.max())}] leaves tensor {list(self.alloc.shape)}")
+            idx = np.unravel_index(flat, self.alloc.shape)
+            return Tensor(self.alloc, None, shape, 0, adv=(Tensor.whole(self.alloc), idx, shape))
+        lo, hi = access_pattern.span(start, shape, steps)
+        if lo < 0 or hi >= size:
+            raise st.error("err_tensor_access_out_of_bound", f"access pattern {pattern} (offset {start}) addresses "
+                           f"elements [{lo}, {hi}] of tensor {list(self.alloc.shape)} ({size} elements)")
+
+        def sub(a):
+            if a is None:
+                return None
+            if st.trace_only and a is base:
+                return np.broadcast_to(np.zeros((), a.dtype), shape)
+            return access_pattern.strided(a, start, shape, steps)
+
+        a = self.alloc
+        return Tensor(a, sub(base), shape, 0, sub(a.wmask), sub(a.stamp), sub(a.lmask))
+
+    def mark_written(self, mask: np.ndarray | None = None) -> None:
+        """Count this (basic) view's elements, within `mask`, as holding defined values from now on."""
+        if self.wmask is None or self.alloc.wmask is None:
+            return
+        alloc = self.alloc
+        if mask is None:
+            fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
+            self.wmask[...] = True
+        else:
+            m = full_mask(mask, self.shape)
+            fresh_ = np.count_nonzero(m & ~self.wmask)
+            self.wmask[...] |= m
+        if alloc.unwritten is not None:
+            alloc.unwritten -= int(fresh_)
+        _settle(alloc)
 
     def as_index(self) -> np.ndarray:
         """The tile's values used as an index (a runtime offset such as `x[i_p, idx[0, j] + i_f]`)."""
@@ -347,6 +446,14 @@ class Tensor(HostAccessGuard):
     def __isub__(self, o): return dispatch.call("inplace", (self, o, "subtract"), {})
     def __imul__(self, o): return dispatch.call("inplace", (self, o, "multiply"), {})
     def __itruediv__(self, o): return dispatch.call("inplace", (self, o, "divide"), {})
+
+
+def _scalar(x) -> int:
+    """A runtime scalar offset: a [1, 1] tile (read now) or a register / plain integer."""
+    if isinstance(x, Tensor):
+        v = x.as_index().reshape(-1)
+        return int(v[0]) if v.size else 0
+    return int(x)
 
 
 def _settle(alloc: Alloc) -> None:

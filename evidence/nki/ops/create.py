@@ -42,6 +42,9 @@ def _shape(st, shape) -> tuple[tuple[int, ...], int]:
 
 def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tensor:
     """Create a tensor after the buffer-specific checks of REFERENCE §1-§2."""
+    if isinstance(buffer, str) and st.dialect == "standalone":
+        raise st.error("err_invalid_buffer", f"'{op}' buffer={buffer!r}: nki 0.3+ takes buffer objects (nl.sbuf, "
+                       "nl.psum, nl.hbm, nl.shared_hbm), not names")
     try:
         buf = buffer_name(buffer)
     except ValueError as exc:

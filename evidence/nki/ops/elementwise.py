@@ -8,9 +8,9 @@ from evidence.nki import dtypes, undefined
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import MaskExpr, full_mask
 from evidence.nki.ops.base import (
-    MIN_II, Op, bshape, cost_gpsimd, cost_stream, cost_two_inputs, f32, free_size, fresh, lead_align, op_mask,
-    reduced_mask, resolve_dtype, resolve_op, same_elements, same_partitions, scalar_dtype, scalar_operand,
-    scalar_value, set_result, table, tile, value,
+    MIN_II, REDUCE_IDLE, Op, accumulate_registers, bshape, cost_gpsimd, cost_stream, cost_two_inputs, f32, free_size,
+    fresh, lead_align, op_mask, reduce_command, reduced_mask, resolve_dtype, resolve_op, same_elements, same_partitions,
+    scalar_dtype, scalar_operand, scalar_value, set_result, table, tile, value,
 )
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY
 from evidence.nki.tensor import Tensor
@@ -201,7 +201,10 @@ def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, redu
     c.mask = op_mask(st, mask)
     c.ins = [data] + [t for t in (bias, scale) if isinstance(t, Tensor)]
     c.p.update(fn=fn, bias=bias, scale=scale, res=reduce_res,
-               rfn=resolve_op(st, BINARY, reduce_op, "reduce op")[1] if reduce_res is not None and reduce_op is not None else np.add)
+               rfn=resolve_op(st, BINARY, reduce_op, "reduce op")[1] if reduce_op is not None else np.add,
+               # an explicit reduce_cmd drives ScalarE's accumulator registers; without one, reduce_res gets this
+               # instruction's own reduction (the beta behaviour kernels rely on)
+               cmd=None if reduce_cmd is None else reduce_command(st, reduce_cmd, REDUCE_IDLE))
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     if reduce_res is not None and st.trace_only:
         reduce_res.write(np.zeros(()))
@@ -218,11 +221,15 @@ def exec_activation(st, c: Call) -> None:
     r = np.asarray(p["fn"](x), dtype=np.float32)
     set_result(c.out, r, c.mask)
     res = p["res"]
-    if res is not None:
+    if res is not None or p["cmd"] is not None:
         red = np.add.reduce if p["rfn"] is np.add else p["rfn"].reduce
         neutral = {np.maximum: -np.inf, np.minimum: np.inf, np.multiply: 1}.get(p["rfn"], 0)
         rr = r if c.mask is None else np.where(full_mask(c.mask, r.shape), r, np.float32(neutral))
         vals = red(rr.reshape(r.shape[0], -1), axis=1)
+        if p["cmd"] is not None:
+            vals = accumulate_registers(st, "scalar", p["cmd"], vals, p["rfn"], neutral)
+            if res is None:
+                return
         rows = reduced_mask(c.mask, r.shape, tuple(range(1, nd)), False)
         # partitions the mask leaves out entirely are not computed: reduce_res keeps its old values there
         res.write(vals.reshape(res.shape),

@@ -64,7 +64,8 @@ def _double_row(st, s, m, perf_mode) -> Call:
 
 
 def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
-                    is_transpose=False, tile_position=(), tile_size=(), mask=None, perf_mode=None, **_):
+                    is_transpose=False, tile_position=(), tile_size=(), mask=None, perf_mode=None, accumulate=False,
+                    **_):
     s = tile(st, stationary, "nc_matmul", "stationary", ("sbuf",))
     m = tile(st, moving, "nc_matmul", "moving", ("sbuf",))
     if perf_mode is not None and "double_row" in str(getattr(perf_mode, "name", perf_mode)):
@@ -77,6 +78,7 @@ def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_m
     c = _plan(st, "nisa.nc_matmul", s, m, s.shape[0], free_size(s.shape), tuple(m.shape[1:]), m.shape[0])
     c.mask = op_mask(st, mask)
     c.p["transpose_x"] = True
+    c.p["accumulate"] = accumulate  # nki 0.3+ into a PSUM dst: True adds, False overwrites, None decides per element
     _operand_masks(c)
     return c
 
@@ -112,10 +114,11 @@ def _operand_masks(c: Call) -> None:
 
 def exec_matmul(st, c: Call) -> None:
     x, y = c.ins
-    if not (c.p.get("double_row") or c.mask is not None or "xv" in c.p or x.valid is not None or y.valid is not None):
+    plain = not (c.p.get("double_row") or c.mask is not None or "xv" in c.p or x.valid is not None or y.valid is not None)
+    if plain and (c.into is None or _fusable(c.into)):
         _matmul_job(st, c, x, y)
         return
-    st.pipeline.settle(reads=(x.alloc, y.alloc), writes=(c.out.alloc,))
+    st.pipeline.settle(reads=(x.alloc, y.alloc), writes=(c.out.alloc,) + ((c.into.alloc,) if c.into else ()))
     if c.p.get("double_row"):
         r = np.einsum("kjm,kjn->mn", f32(x, x.valid), f32(y, y.valid), optimize=True)
         set_result(c.out, r.astype(np.float32), c.mask)
@@ -131,23 +134,66 @@ def exec_matmul(st, c: Call) -> None:
     set_result(c.out, r, c.mask)
 
 
+def _fusable(dst) -> bool:
+    """A dst-first matmul the pipeline job can deliver itself: an fp32 PSUM view of plain memory."""
+    return dst.adv is None and dst.stamp is None and dst.data.dtype == np.float32
+
+
 def _matmul_job(st, c: Call, x, y) -> None:
     """An unmasked matmul: operands read (and undefined reads recorded) now, the products computed by
-    a pipeline job into the result's storage, allocated here so the kernel can index it at once."""
+    a pipeline job, into the result's storage (allocated here so the kernel can index it at once) or,
+    for a dst-first call, straight into the PSUM destination."""
     xv, yv = x.read(), y.read()
-    out = c.out
-    buf = np.empty(out.shape, np.float32)
-    out.alloc.data = out.data = buf
-    out.alloc.origin = st.read_origin
     transpose_x, kx, ky = c.p["transpose_x"], x.shape[0], y.shape[0]
 
-    def job() -> None:
+    def product(out=None) -> np.ndarray:
         a = dtypes.to_f32(xv).reshape(kx, -1)
         a = a if transpose_x else a.T  # stationary [K, M]
         b = dtypes.to_f32(yv).reshape(ky, -1)
-        np.matmul(a.T, b, out=buf.reshape(a.shape[1], b.shape[1]))  # fp32 products and accumulation, as in PSUM
+        return np.matmul(a.T, b, out=out)  # fp32 products and accumulation, as in PSUM
 
-    st.pipeline.run(job, reads=(x.alloc, y.alloc), writes=(out.alloc,))
+    if c.into is None:
+        out = c.out
+        buf = np.empty(out.shape, np.float32)
+        out.alloc.data = out.data = buf
+        out.alloc.origin = st.read_origin
+        st.pipeline.run(lambda: product(buf.reshape(buf.shape[0], -1)), reads=(x.alloc, y.alloc), writes=(out.alloc,))
+        return
+    dst = c.into
+    acc = _accumulation_mask(st, dst, c.p.get("accumulate", False))
+    view = dst.data
+
+    def deliver() -> None:
+        r = product().reshape(view.shape)
+        if acc is None:
+            np.add(view, r, out=view)
+        elif acc is False:
+            view[...] = r
+        else:
+            defined, elsewhere = acc
+            np.copyto(view, np.where(defined, view + r, r if elsewhere is None else elsewhere))
+
+    st.pipeline.run(deliver, reads=(x.alloc, y.alloc), writes=(dst.alloc,))
+    c.p["delivered"] = True
+
+
+def _accumulation_mask(st, dst, accumulate):
+    """Where a matmul into `dst` adds (None: everywhere, False: nowhere, else (where, what goes
+    elsewhere: the product or NaN)), decided now, in program order; dst counts as written from here on."""
+    defined = dst.defined_mask()
+    if accumulate is False:
+        mode = False
+    elif defined is None:
+        mode = None  # every element holds a value: add
+    elif accumulate is None:
+        mode = (np.array(defined), None)  # the first matmul into an element overwrites it
+    else:
+        dst.read()  # accumulating onto never-written PSUM is undefined: record the read, NaN where it happens
+        mode = (np.array(defined), np.float32(np.nan))
+    if st.read_origin is not None and dst.alloc.origin is None:
+        dst.alloc.origin = st.read_origin
+    dst.mark_written()
+    return mode
 
 
 def cost_matmul(st, c: Call) -> float:

@@ -7,7 +7,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.ops.base import (
-    Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype,
+    Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype, resolve_op,
     set_result, table, tile, unshared, value,
 )
 from evidence.nki.indexing import full_mask
@@ -301,6 +301,39 @@ def exec_dma_copy(st, c: Call) -> None:
     dst.write(arr, c.mask, accumulate=c.p["rmw"] is not None)
 
 
+def check_dma_compute(st, *, dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, **_):
+    """`dma_compute(dst, srcs, reduce_op=nl.add)`: dst = sum(srcs), computed by the DMA engines in fp32
+    (nki 0.3+; replaces dma_copy(dst_rmw_op=...)). Only add with unit scales exists."""
+    dst = tile(st, dst, "dma_compute", "dst", ANY)
+    srcs = [tile(st, t, "dma_compute", "srcs", ANY) for t in (srcs or ())]
+    if not srcs or len(srcs) > 16:
+        raise st.error("err_invalid_arguments", f"'dma_compute' takes 1 to 16 source tensors, got {len(srcs)}")
+    if resolve_op(st, {"add": np.add}, reduce_op if reduce_op is not None else "add", "dma_compute reduce_op")[0] != "add":
+        raise st.error("err_unsupported_op_argument", "'dma_compute' supports reduce_op=nl.add only")
+    if scales is not None and any(float(x) != 1.0 for x in scales):
+        raise st.error("err_unsupported_op_argument", f"'dma_compute' scales must all be 1.0, got {list(scales)}")
+    for t in srcs:
+        if t.size != dst.size:
+            raise st.error("err_shape_mismatch", f"'dma_compute' source {list(t.shape)} and dst {list(dst.shape)} "
+                           "hold different element counts")
+        if t.alloc.buffer in HBM_KINDS:
+            track_load(st, t, None)
+    c = Call("nisa.dma_compute", "dma")
+    c.ins, c.out = srcs, dst
+    if st.trace_only:
+        dst.write(np.zeros(()), accumulate=True)
+    return c
+
+
+def exec_dma_compute(st, c: Call) -> None:
+    dst = c.out
+    total = None
+    for t in c.ins:
+        v = f32(t).reshape(dst.shape)
+        total = v if total is None else total + v
+    dst.write(total, accumulate=True)
+
+
 def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, **_):
     src = tile(st, src, "dma_transpose", "src", ANY)
     nd = len(src.shape)
@@ -435,6 +468,7 @@ OPS = table(
     Op("broadcast_to", check_broadcast_to, exec_broadcast_to, cost_stream),
     Op("assign", check_assign, exec_assign, lambda st, c: cost_dma(st, c) if c.engine == "dma" else cost_stream(st, c)),
     Op("nisa.dma_copy", check_dma_copy, exec_dma_copy, cost_dma),
+    Op("nisa.dma_compute", check_dma_compute, exec_dma_compute, cost_dma),
     Op("nisa.dma_transpose", check_dma_transpose, exec_dma_transpose, cost_dma),
     Op("atomic_rmw", check_atomic_rmw, exec_atomic_rmw, cost_dma),
     Op("reshape", check_reshape, None, None),

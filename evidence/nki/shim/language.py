@@ -8,6 +8,7 @@ import numpy as np
 from evidence.nki import dtypes as _dt
 from evidence.nki import state as _state
 from evidence.nki.indexing import arange, ds, mgrid  # noqa: F401  (re-exported API)
+from evidence.nki.loops import loop_iterator
 from evidence.nki.ops import OPS as _OPS
 from evidence.nki.ops.create import ParDim as par_dim  # noqa: F401
 from evidence.nki.shim._common import missing_attribute, op_function
@@ -47,6 +48,13 @@ class Buffer:
     def __repr__(self) -> str:
         return self.kind
 
+    def __eq__(self, other) -> bool:  # `t.buffer == nl.shared_hbm`: tiles report their buffer as a name
+        kind = getattr(other, "kind", other)
+        return kind == self.kind or {kind, self.kind} == {"hbm", "private_hbm"}
+
+    def __hash__(self) -> int:
+        return hash(self.kind)
+
     def auto_alloc(self, *a, **k):
         return self
 
@@ -78,59 +86,25 @@ class _TileSize:
 
     @property
     def total_available_sbuf_size(self) -> int:
+        """Bytes per partition (REFERENCE §2); outside a run (helper modules read it at import), the
+        target of the kernel being loaded."""
         st = _state.get()
-        return _state.SBUF_USABLE_BYTES[st.target if st else "trn2"]
+        return _state.SBUF_USABLE_BYTES[st.target if st else _state.loading_target()]
+
+    # nki 0.4+ names: per-partition and total SBUF
+    sbuf_fmax_bytes = total_available_sbuf_size
+
+    @property
+    def sbuf_size_bytes(self) -> int:
+        return self.total_available_sbuf_size * self.pmax
 
 
 tile_size = _TileSize()
 
 
-class _Range:
-    """affine_range / sequential_range / static_range: run in order, tracked for dependency checks."""
-
-    __slots__ = ("kind", "r")
-
-    def __init__(self, kind: str, r: range) -> None:
-        self.kind = kind
-        self.r = r
-
-    def __len__(self) -> int:
-        return len(self.r)
-
-    def __iter__(self):
-        st = _state.get()
-        if st is None:
-            yield from self.r
-            return
-        frame = st.new_loop(self.kind)
-        st.loops.append(frame)
-        rec = st.recorder
-        line = st.where()[1] if rec.keep else 0  # the loop header's kernel line, once per loop
-        try:
-            for i in self.r:
-                frame.it = i
-                if rec.keep:
-                    rec.marks.append((len(rec.events), frame.token, self.kind, i, line))
-                yield i
-        finally:
-            if frame in st.loops:
-                st.loops.remove(frame)
-            st.reset_path()
-
-
-def _range(kind: str):
-    def make(start, stop=None, step=1, **_directives):
-        if stop is None:
-            start, stop = 0, start
-        return _Range(kind, range(int(start), int(stop), int(step)))
-
-    make.__name__ = kind + "_range"
-    return make
-
-
-affine_range = _range("affine")
-sequential_range = _range("sequential")
-static_range = _range("static")
+affine_range = loop_iterator("affine", "affine_range")
+sequential_range = loop_iterator("sequential", "sequential_range")
+static_range = loop_iterator("static", "static_range")
 
 
 def program_id(axis: int = 0) -> int:

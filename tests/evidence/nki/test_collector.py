@@ -106,11 +106,29 @@ def test_an_op_the_simulator_lacks_is_incomplete_not_a_kernel_defect():
     assert item.severity == Severity.medium and "sim.error" not in by_kind
 
 
-def test_unsupported_dialect_and_reference_error():
-    new = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\ndef kernel(a, b):\n    nisa.memset(dst=a, value=0)\n    return a\n"
-    by_kind, items = collect(submission(new))
-    assert [i.kind for i in items] == ["sim.unsupported_dialect"]
-    assert by_kind["sim.unsupported_dialect"].location.start_line == 6
+NEW_DIALECT = """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in range(a.shape[0] // 128):
+        x = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a[i * 128:(i + 1) * 128, :])
+        nisa.dma_copy(dst=y, src=b[i * 128:(i + 1) * 128, :])
+        nisa.tensor_tensor(x, x, y, op=nl.add)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=x)
+    return out
+"""
+
+
+def test_standalone_dialect_is_simulated_and_recorded_and_reference_errors_are_the_references():
+    by_kind, _ = collect(submission(NEW_DIALECT))
+    assert by_kind["sim.output"].metrics["matches"] == 1.0
+    assert by_kind["sim.trace"].labels["dialect"] == "standalone" and by_kind["sim.trace"].metrics["dma_count"] == 6
+    assert collect(submission(GOOD))[0]["sim.trace"].labels["dialect"] == "beta"
     by_kind, _ = collect(submission(GOOD, ref="def ref(a, b):\n    return a @ b @ b\n"))
     rerr = by_kind["sim.reference_error"]
     assert "ValueError" in rerr.labels["message"] and rerr.location.file == "ref.py" and rerr.location.start_line == 2

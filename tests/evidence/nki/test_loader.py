@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from evidence.nki import KernelLoadError, UnsupportedDialectError, load_kernel, simulate
+from evidence.nki import KernelLoadError, load_kernel, simulate
 
 IMPORT_FORMS = """\
 import numpy as np
@@ -20,8 +20,9 @@ import neuronxcc.nki.typing as nt
 import neuronxcc.nki.compiler as ncc
 from neuronxcc.nki.language import par_dim
 from neuronxcc.nki import trace, baremetal, benchmark, simulate_kernel
-import nki.language as nl2
-from nki import isa as nisa2
+from neuronxcc import nki as nki3
+import neuronxcc.nki.language as nl2
+from neuronxcc.nki import isa as nisa2
 
 @nki.jit
 def kernel(a):
@@ -96,17 +97,37 @@ def kernel(a):
     t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
     nisa.dma_copy(t, a)
     nisa.activation(dst=t, op=nl.exp, data=t)
+    nisa.dma_copy(dst=out, src=t)
     return out
 """
 
 
-def test_standalone_nki_dst_first_dialect_is_reported_with_its_line():
-    with pytest.raises(UnsupportedDialectError) as info:
-        load_kernel(NEW_DIALECT, display="new.py")
-    assert info.value.code == "unsupported_dialect" and info.value.line == 9 and info.value.file == "new.py"
+def test_standalone_nki_dialect_loads_and_runs_through_its_own_shim():
+    before = _nki_names()
+    mod = load_kernel(NEW_DIALECT, display="new.py")
+    assert mod.__nki_dialect__ == "standalone"
+    a = np.linspace(-2, 2, 128 * 8, dtype=np.float32).reshape(128, 8)
+    sim = simulate(mod.kernel, a)
+    np.testing.assert_allclose(sim.outputs[0], np.exp(a), rtol=1e-6)
+    assert sim.report.dialect == "standalone" and _nki_names() == before
 
 
-def test_beta_keyword_dst_calls_are_not_mistaken_for_the_new_dialect():
+def test_mixing_the_dialects_in_one_file_is_the_nki_compile_error():
+    src = "import numpy as np\nimport neuronxcc.nki.language as nl\nimport nki.isa as nisa\n\ndef k(a):\n    return a\n"
+    with pytest.raises(KernelLoadError) as info:
+        load_kernel(src, display="mixed.py")
+    assert info.value.code == "err_mixed_nki_dialects" and info.value.line == 3 and info.value.file == "mixed.py"
+
+
+def test_using_a_dst_first_instruction_s_value_in_the_standalone_dialect_names_the_line():
+    src = NEW_DIALECT.replace("    nisa.activation(dst=t, op=nl.exp, data=t)", "    u = nisa.activation(op=nl.exp, data=t)")
+    with pytest.raises(KernelLoadError) as info:
+        load_kernel(src, display="new.py")
+    assert info.value.code == "err_dst_first_result_used" and info.value.line == 10
+    assert "nisa.activation" in info.value.message
+
+
+def test_beta_keyword_dst_calls_stay_beta():
     src = IMPORT_FORMS + """
 @nki.jit
 def k2(a, res):
@@ -115,7 +136,7 @@ def k2(a, res):
     nisa.activation_reduce(op=nl.exp, data=t, reduce_op=nl.add, reduce_res=res)
     return a
 """
-    assert load_kernel(src).k2 is not None
+    assert load_kernel(src).__nki_dialect__ == "beta"
 
 
 def test_load_from_path_uses_the_file_name(tmp_path):
@@ -125,13 +146,6 @@ def test_load_from_path_uses_the_file_name(tmp_path):
     assert mod.__nki_display__ == "my_kernel.py"
     a = np.ones((128, 64), np.float32)
     assert simulate(mod.kernel, a).outputs[0].sum() == 2 * a.size
-
-
-def test_dst_keyword_on_a_compute_instruction_is_the_new_dialect():
-    src = "import nki.isa as nisa\nimport nki.language as nl\n\ndef k(a):\n    t = nl.load(a)\n    nisa.tensor_copy(dst=t, src=t)\n"
-    with pytest.raises(UnsupportedDialectError) as info:
-        load_kernel(src)
-    assert info.value.line == 6 and "tensor_copy(dst=...)" in info.value.message
 
 
 def test_dataclasses_and_trace_mode_helper_kernels_in_kernel_files():
@@ -163,3 +177,51 @@ def kernel(a, config=None):
     a = np.ones((4, 4), np.float32)
     np.testing.assert_array_equal(simulate(mod.kernel, a).outputs[0], 2 * a)
     np.testing.assert_array_equal(simulate(mod.kernel, a, config=mod.Config(3.0)).outputs[0], 3 * a)
+
+
+def test_a_kernel_imports_helper_modules_from_its_submission_folder(tmp_path):
+    """Multi-file nki 0.3+ kernels: helpers built on nl.NKIObject and dataclasses read tile sizes and dtype
+    names at import time; relative and absolute imports of the folder's modules both resolve."""
+    (tmp_path / "tiling").mkdir()
+    (tmp_path / "tiling" / "__init__.py").write_text("")
+    (tmp_path / "tiling" / "plan.py").write_text(
+        "from dataclasses import dataclass\n"
+        "import nki.language as nl\n\n"
+        "SBUF_BYTES = nl.tile_size.total_available_sbuf_size\n"
+        "PACKED = (nl.float8_e4m3fn_x4, nl.float8_e5m2_x4, nl.float4_e2m1fn_x4, nl.float8_e4m3)\n\n"
+        "@dataclass(frozen=True)\n"
+        "class Plan(nl.NKIObject):\n"
+        "    rows: int\n"
+        "    cols: int\n\n"
+        "    @property\n"
+        "    def fits(self):\n"
+        "        return self.cols * 4 <= SBUF_BYTES\n")
+    (tmp_path / "ops.py").write_text(
+        "import nki.isa as nisa\nimport nki.language as nl\n\n"
+        "def scaled_copy(dst, src, factor):\n"
+        "    nisa.tensor_scalar(dst, src, nl.multiply, factor)\n")
+    (tmp_path / "kernel.py").write_text(
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
+        "from .tiling.plan import Plan, SBUF_BYTES\n"
+        "import ops\n\n"
+        "@nki.jit\n"
+        "def kernel(a, scale=None, dtype=nl.float32):\n"
+        "    plan = Plan(*a.shape)\n"
+        "    assert plan.fits and SBUF_BYTES == 180224\n"
+        "    out = nl.ndarray(a.shape, dtype=dtype, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=t, src=a)\n"
+        "    ops.scaled_copy(t, t, 2.0 if scale == None else scale)\n"
+        "    nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n")
+    before = dict(sys.modules)
+    mod = load_kernel(tmp_path / "kernel.py", target="trn1")
+    assert set(sys.modules) == set(before)  # helper modules are not left behind
+    a = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    sim = simulate(mod.kernel, a, target="trn1")
+    np.testing.assert_array_equal(sim.outputs[0], 2 * a)
+    np.testing.assert_array_equal(simulate(mod.kernel, a, scale=3.0, dtype=mod.nl.float32).outputs[0], 3 * a)
+    (tmp_path / "ops.py").write_text("import neuronxcc.nki.language as nl\n")
+    with pytest.raises(KernelLoadError) as info:
+        load_kernel(tmp_path / "kernel.py")
+    assert info.value.code == "err_mixed_nki_dialects"

@@ -321,6 +321,13 @@ def _dynamic_dst_ref(x, cols):
     return out
 
 
+def _dma_compute(x, y):
+    dst = nl.ndarray((P, F), dtype=nl.float32)
+    nisa.dma_copy(dst=dst, src=x)
+    nisa.dma_compute(dst=dst, srcs=[y, dst], reduce_op=np.add)
+    return dst
+
+
 ROWS.update({
     "nisa.local_gather": (lambda s, i: nisa.local_gather(s, i, 4), (X, GATHER_OFFSETS), _local_gather_ref, 0, 0),
     "nisa.nc_n_gather": (lambda s, i: nisa.nc_n_gather(s, i), (X, (INTS % F).astype(np.uint32)),
@@ -340,6 +347,7 @@ ROWS.update({
     "nisa.tensor_copy_dynamic_src": (_dynamic_src, (X, DYN_COLS), lambda a, c: a[:, c[0]], 0, 0),
     "nisa.tensor_copy_dynamic_dst": (_dynamic_dst, (X, DYN_COLS), _dynamic_dst_ref, 0, 0),
     "all_reduce": (lambda s: nl.all_reduce(s, op=np.add, program_axes=[0]), (X,), lambda a: a, 0, 0),
+    "nisa.dma_compute": (_dma_compute, (X, Y), np.add, 1e-6, 1e-6),
 })
 
 

@@ -1,0 +1,63 @@
+"""`nki.language` (nl) of the standalone nki 0.3+ dialect.
+
+The same ops as the beta `neuronxcc.nki.language` (0.3 brought `nl.load`, `nl.store`, `nl.copy`,
+`nl.matmul`, ... back as conveniences over `nki.isa`), without what 0.2 removed: `mask=` (use
+slices or `.ap()`), `nl.arange`/`nl.mgrid`, `par_dim` and block dimensions. The range iterators
+are deprecated aliases of Python `range`: they run in order and carry no affine-loop semantics.
+"""
+
+from __future__ import annotations
+
+from evidence.nki import dtypes as _dt
+from evidence.nki import state as _state
+from evidence.nki.indexing import ds  # noqa: F401  (re-exported API)
+from evidence.nki.loops import loop_iterator
+from evidence.nki.ops import OPS as _OPS
+from evidence.nki.shim._common import op_function
+from evidence.nki.shim.language import (  # noqa: F401  (the same objects as the beta dialect's)
+    Buffer, finfo, fp32, iinfo, num_programs, program_id, program_ndim, tile_size,
+)
+
+float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2, float8_e4m3fn, float8_e8m0fnu = (
+    _dt.float8_e4m3, _dt.float8_e5m2, _dt.float8_e4m3fn, _dt.float8_e8m0fnu)
+float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = _dt.float8_e5m2_x4, _dt.float8_e4m3fn_x4, _dt.float4_e2m1fn_x4
+int8, uint8, int16, uint16, int32, uint32 = _dt.int8, _dt.uint8, _dt.int16, _dt.uint16, _dt.int32, _dt.uint32
+bool_ = _dt.bool_
+
+sbuf, psum = Buffer("sbuf"), Buffer("psum")
+hbm, private_hbm, shared_hbm = Buffer("private_hbm"), Buffer("private_hbm"), Buffer("shared_hbm")
+
+
+class NKIObject:
+    """Base of classes kernels pass around (configs, helpers); plain Python in simulation."""
+
+
+REMOVED = {
+    "mask": "masks were removed in nki 0.2; use slices (min(n, start + size)) or .ap() access patterns",
+}
+_GONE = {
+    "arange": "nl.arange was removed in nki 0.2; index with slices or .ap() access patterns",
+    "mgrid": "nl.mgrid was removed in nki 0.2; index with slices or .ap() access patterns",
+    "par_dim": "block dimensions (nl.par_dim) were removed in nki 0.2; keep the partition axis first",
+    "loop_reduce": "nl.loop_reduce is a beta (neuronxcc.nki) API",
+}
+
+
+# deprecated aliases of Python range in nki 0.3+: in order, no affine-loop semantics
+affine_range = loop_iterator("sequential", "affine_range")
+sequential_range = loop_iterator("sequential", "sequential_range")
+static_range = loop_iterator("sequential", "static_range")
+
+for _name in _OPS:
+    if not _name.startswith("nisa.") and _name not in ("assign", "iadd", "inplace", "reshape", "view", "astype",
+                                                        *_GONE):
+        globals()[_name] = op_function(_name, _name, REMOVED)
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(f"module 'nki.language' has no attribute {name!r}")
+    if name in _GONE:
+        raise _state.current().error("err_removed_api", _GONE[name]) if _state.get() else AttributeError(_GONE[name])
+    return op_function(name, name, REMOVED)
