@@ -13,7 +13,8 @@ else the simulator does runs in program order and first waits for the jobs touch
 trace and findings do not depend on timing. Jobs hold numpy arrays only, never tensors or
 allocations, so on-chip liveness (SBUF/PSUM peaks, the trace's release points) stays the kernel's.
 BLAS runs single-threaded inside a simulation: the tiles are small, and the workers supply the
-parallelism.
+parallelism. The workers belong to one simulation and are joined when it ends (`close`): no thread
+outlives the call (the sandbox's monitor counts threads a submission leaves running).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from threadpoolctl import ThreadpoolController
 
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
 _blas: ThreadpoolController | None = None
 
 
@@ -40,14 +40,6 @@ def default_workers() -> int:
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
     return min(cores, 8) if cores > 1 else 0
-
-
-def _shared_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool
-    with _lock:
-        if _pool is None or _pool._max_workers < workers:
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore")
-        return _pool
 
 
 def single_threaded_blas():
@@ -69,7 +61,9 @@ class Pipeline:
     """The jobs of one simulation and the hazards they hold on allocations (`Alloc.writer`/`readers`)."""
 
     def __init__(self, workers: int) -> None:
-        self.pool = _shared_pool(workers) if workers > 0 else None
+        # threads start on the first job (ThreadPoolExecutor starts them lazily) and stop in close()
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore") if workers > 0 \
+            else None
         self.jobs: list[Future] = []
 
     def run(self, fn, reads=(), writes=()) -> None:
@@ -84,6 +78,7 @@ class Pipeline:
         try:
             job = self.pool.submit(_run, fn, deps)
         except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
+            self.pool.shutdown(wait=True)
             self.pool = None
             self.settle(reads, writes)
             fn()
@@ -114,6 +109,15 @@ class Pipeline:
                 for r in a.readers:
                     r.result()
                 a.readers = []
+
+    def close(self) -> None:
+        """Wait for every job, then stop and join the worker threads; the first job failure is raised."""
+        try:
+            self.drain()
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+                self.pool = None
 
     def drain(self) -> None:
         """Wait for every job; the first failure (in program order) is raised."""

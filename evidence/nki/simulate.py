@@ -147,7 +147,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                     ret = func(*wrapped, **wkw)
                     st.sample_peaks()
             finally:
-                st.pipeline.drain()
+                st.pipeline.close()  # joins the worker threads: none outlives the call
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
         check_outputs(st, returned, params, _is_tensor, site)
         digests.check(st, params, st.params_written, site)

@@ -73,6 +73,26 @@ def test_errors_with_jobs_in_flight_surface_and_leave_nothing_running(monkeypatc
     np.testing.assert_allclose(sim.outputs[0], _reference(*operands), rtol=1e-4, atol=1e-3)
 
 
+def _os_threads() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_no_worker_thread_outlives_the_simulation(monkeypatch, operands):
+    """The sandbox's monitor counts threads a submission leaves running (security.system_access):
+    the simulator's own workers are joined before simulate() returns, also after an error."""
+    monkeypatch.setenv("NKI_SIM_WORKERS", "3")
+    run_source(MATMULS, "kernel", *operands)  # imports, BLAS pools: whatever starts once per process
+    before = _os_threads()
+    run_source(MATMULS, "kernel", *operands)
+    assert _os_threads() == before
+    body = MATMULS.replace("        return out", "        bad = nl.ndarray((256, 8), dtype=nl.float32)\n        return out")
+    with pytest.raises(Exception):
+        run_source(body, "kernel", *operands)
+    assert _os_threads() == before
+
+
 def test_worker_count_follows_the_environment(monkeypatch):
     monkeypatch.setenv("NKI_SIM_WORKERS", "0")
     assert default_workers() == 0
