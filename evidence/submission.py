@@ -39,6 +39,8 @@ class TaskSpec(BaseModel):
     # Tolerance the task states for comparing outputs; None means "derive from the output dtype".
     rtol: float | None = Field(default=None, ge=0)
     atol: float | None = Field(default=None, ge=0)
+    # Neuron SDK release the task targets ("2.29"); decides which NKI dialect is current (REFERENCE §0).
+    neuron_sdk: str | None = Field(default=None, pattern=r"^2\.\d+(\.\d+)?$")
 
 
 class KernelSpec(BaseModel):
@@ -47,6 +49,8 @@ class KernelSpec(BaseModel):
     file: RelPath
     entry: str
     grid: tuple[int, ...] = ()
+    # Helper modules of a multi-file kernel (imported by `file` as siblings or relatively).
+    modules: tuple[RelPath, ...] = ()
 
     @field_validator("grid")
     @classmethod

@@ -64,6 +64,8 @@ def parse_manifest(data: dict[str, Any], where: str = MANIFEST) -> Manifest:
 def _referenced_files(manifest: Manifest) -> dict[str, str]:
     """relative path -> the manifest field naming it."""
     refs = {"kernel.file": manifest.kernel.file}
+    for i, module in enumerate(manifest.kernel.modules):
+        refs[f"kernel.modules[{i}]"] = module
     if manifest.reference:
         refs["reference.file"] = manifest.reference.file
     if manifest.migration:

@@ -34,7 +34,8 @@ SIM_KINDS = {
                       "no sandbox to run it in",
     "sim.finding": "non-fatal simulator finding (output dependency, uninitialised read, capacity, ...)",
     "sim.trace": "instruction-trace summary: HBM traffic, DMAs, engine instruction counts, FLOPs, peaks",
-    "sim.unsupported_dialect": "kernel is in the standalone nki 0.3+ dialect, which is not simulated",
+    "sim.unsupported_dialect": "kernel is in an NKI dialect the simulator does not run (none today: beta and "
+                               "standalone nki 0.3+ are both simulated; kept for bundles made before)",
     "sim.reference_error": "the submission's reference function failed",
     "sim.refused": "the submission was not executed: its code reaches the system or the interpreter's internals "
                    "(see the security items)",

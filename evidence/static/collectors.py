@@ -31,10 +31,11 @@ def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | No
 
 def task_options(submission: Submission) -> dict[str, object]:
     """The task facts rules may use: fp32_required (the stated rtol is tighter than bf16 allows),
-    task_rtol (None when the task states no tolerance) and the SPMD grid."""
+    task_rtol (None when the task states no tolerance), the SPMD grid and the Neuron SDK release
+    the task targets (neuron_sdk, None when unstated)."""
     m = submission.manifest
     return {"fp32_required": m.task.rtol is not None and m.task.rtol < FP32_RTOL,
-            "task_rtol": m.task.rtol, "grid": tuple(m.kernel.grid)}
+            "task_rtol": m.task.rtol, "grid": tuple(m.kernel.grid), "neuron_sdk": m.task.neuron_sdk}
 
 
 def kernel_analysis(submission: Submission) -> Analysis:

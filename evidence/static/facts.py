@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import libcst as cst
+
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.static.engine import Analysis
 from evidence.static.framework import Rule
@@ -12,7 +14,9 @@ from evidence.static.rulekit import shape_text
 from evidence.static.shapes import ALLOC_CALLS, Tensor
 
 FACT_KINDS = {
-    "nki.dialect": "which NKI dialect the kernel source targets (labels: dialect = beta|standalone, source)",
+    "nki.dialect": "which NKI dialect the kernel source targets and the version features it uses (labels: dialect = "
+                   "beta|standalone, source, version = beta|0.2+|0.3+, features: comma-separated, e.g. "
+                   "dst_first,access_patterns,load_store,deprecated_iterators or masks,arange,block_dims)",
     "nki.kernel": "an @nki.jit kernel function (labels: name, decorator, dialect; metrics: n_loops, max_loop_depth, "
                   "n_api_calls, n_nisa_calls, n_nl_calls)",
     "nki.loop": "a loop (labels: iterator = affine_range|sequential_range|static_range|range|other, function; "
@@ -28,10 +32,13 @@ _NOT_COUNTED = frozenset({"nl.affine_range", "nl.sequential_range", "nl.static_r
 
 def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
     f = a.file
+    features, version = dialect_features(a)
     items = [EvidenceItem(
         id=make_id("nki.dialect", f), kind="nki.dialect", analyzer=analyzer,
-        title=f"NKI dialect: {a.dialect.dialect}", location=Location(file=f, start_line=1, end_line=1),
-        labels={"dialect": a.dialect.dialect, "source": a.dialect.source},
+        title=f"NKI dialect: {a.dialect.dialect}" + (f" ({version})" if a.dialect.dialect == "standalone" else ""),
+        location=Location(file=f, start_line=1, end_line=1),
+        labels={"dialect": a.dialect.dialect, "source": a.dialect.source, "version": version,
+                "features": ",".join(features)},
     )]
     for fn in a.functions:
         calls = [c for c in fn.calls if c.name not in _NOT_COUNTED]
@@ -74,6 +81,53 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
     if a.skipped:
         items.append(_out_of_scope_item(a, analyzer))
     return items
+
+
+# Standalone APIs that exist from nki 0.3 on (0.2 removed nl.load/nl.store; 0.3 brought them back).
+_SINCE_03 = {"nl.load": "load_store", "nl.store": "load_store", "nisa.dma_compute": "dma_compute",
+             "nl.matmul": "nl_conveniences", "nl.copy": "nl_conveniences"}
+_FEATURE_CALLS = {"nl.shared_identity_matrix": "shared_identity_matrix", "nki.simulate": "nki_simulate",
+                  "nl.dynamic_range": "dynamic_loops", "nl.arange": "arange", "nl.mgrid": "arange",
+                  "nl.par_dim": "block_dims", "nl.loop_reduce": "loop_reduce"}
+
+
+def dialect_features(a: Analysis) -> tuple[list[str], str]:
+    """The version features the analysed functions use, and the dialect version they imply."""
+    found: set[str] = set()
+    standalone = a.dialect.dialect == "standalone"
+    for fn in a.functions:
+        for c in fn.calls:
+            if c.name in _FEATURE_CALLS:
+                found.add(_FEATURE_CALLS[c.name])
+            elif c.name.startswith("nisa.register") or c.name in ("nisa.fori_loop", "nisa.while_loop"):
+                found.add("registers")
+            elif c.name.startswith("nisa."):
+                found.add("dst_first" if standalone else "isa_returns")
+            if standalone and c.name in _SINCE_03:
+                found.add(_SINCE_03[c.name])
+        if fn.uses_mask:
+            found.add("masks")
+        for lp in fn.loops:
+            if lp.kind in ("affine_range", "sequential_range", "static_range"):
+                found.add("deprecated_iterators" if standalone else lp.kind)
+        if standalone and _uses_access_patterns(fn.node):
+            found.add("access_patterns")
+    if not standalone:
+        return sorted(found), "beta"
+    return sorted(found), "0.3+" if found & {"load_store", "dma_compute", "nl_conveniences"} else "0.2+"
+
+
+def _uses_access_patterns(node: cst.CSTNode) -> bool:
+    class _Ap(cst.CSTVisitor):
+        found = False
+
+        def visit_Call(self, call: cst.Call) -> None:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "ap":
+                self.found = True
+
+    v = _Ap()
+    node.visit(v)
+    return v.found
 
 
 def _out_of_scope_item(a: Analysis, analyzer: str) -> EvidenceItem:

@@ -34,6 +34,7 @@ class Valid:
 
     code: str
     inputs: InputsSpec | None = None
+    options: dict[str, object] | None = None  # task facts (`task_options`), e.g. {"neuron_sdk": "2.29"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Invalid:
     code: str
     inputs: InputsSpec | None = None
     line: int | None = None
+    options: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,52 @@ def shape_text(t: Tensor | None) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in t.shape) + "]"
 
 
+HBM_BUFFERS = frozenset({"hbm", "shared_hbm", "private_hbm"})
+
+
+def standalone(ctx) -> bool:
+    return ctx.dialect.dialect == "standalone"
+
+
+def dst_node(ctx, call: CallInfo):
+    """The destination argument of a standalone (dst-first) `nisa.*` call; None otherwise."""
+    if not standalone(ctx) or not call.name.startswith("nisa."):
+        return None
+    return call.arg(0, "dst")
+
+
+def root_name(node) -> str | None:
+    """`acc` of `acc`, `acc[...]`, `acc[:, k, :]` or `acc.ap(...)`."""
+    import libcst as cst
+
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Attribute):
+            node = node.value
+        else:
+            break
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def is_hbm(t: object) -> bool:
+    return isinstance(t, Tensor) and (t.buffer in HBM_BUFFERS or t.origin == "input")
+
+
+def dma_copy_load(ctx, call: CallInfo):
+    """(source node, source Tensor) of a `nisa.dma_copy` from HBM to an on-chip tile (the
+    standalone dialect's load; beta kernels write `nl.load`); None for any other call."""
+    if call.name != "nisa.dma_copy":
+        return None
+    dst, src = store_target(ctx, call)
+    sv, dv = ctx.value(src), ctx.value(dst)
+    if is_hbm(sv) and isinstance(dv, Tensor) and not is_hbm(dv):
+        return src, sv
+    return None
+
+
 def store_target(ctx, call: CallInfo):
     """(destination node, value node) of nl.store / nisa.dma_copy / nl.atomic_rmw."""
     if call.name == "nisa.dma_copy":

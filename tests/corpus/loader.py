@@ -1,7 +1,8 @@
 """Enumerate the hand-written NKI corpus and its run cases.
 
-Every corpus module (``tests/corpus/nki/*.py``, ``tests/corpus/nki/pairs/*.py``,
-``tests/corpus/cuda/*.py``) holds one ``@nki.jit`` kernel, a numpy reference and a
+Every corpus module (``tests/corpus/nki/*.py``, ``tests/corpus/nki/pairs/*.py``, their ports to
+the standalone nki 0.3+ dialect in ``tests/corpus/nki_standalone/`` (same file names, ``pairs/``
+too), ``tests/corpus/cuda/*.py``) holds one ``@nki.jit`` kernel, a numpy reference and a
 module-level ``CASES`` literal.  ``CASES`` is read with ``ast.literal_eval`` so this
 loader (and the static analyzer's tests) never execute kernel source; the kernel and
 reference functions themselves are obtained through ``evidence.nki.load_kernel``.
@@ -54,6 +55,8 @@ import numpy as np
 CORPUS_ROOT = Path(__file__).resolve().parent
 NKI_DIR = CORPUS_ROOT / "nki"
 PAIRS_DIR = NKI_DIR / "pairs"
+STANDALONE_DIR = CORPUS_ROOT / "nki_standalone"
+STANDALONE_PAIRS_DIR = STANDALONE_DIR / "pairs"
 CUDA_DIR = CORPUS_ROOT / "cuda"
 
 _DTYPES: dict[str, Any] = {
@@ -203,10 +206,14 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
-def kernel_files(include_pairs: bool = True, include_cuda: bool = True) -> list[Path]:
+def kernel_files(include_pairs: bool = True, include_cuda: bool = True, include_standalone: bool = True) -> list[Path]:
     files = sorted(NKI_DIR.glob("*.py"))
     if include_pairs:
         files += sorted(PAIRS_DIR.glob("*.py"))
+    if include_standalone:
+        files += sorted(STANDALONE_DIR.glob("*.py"))
+        if include_pairs:
+            files += sorted(STANDALONE_PAIRS_DIR.glob("*.py"))
     if include_cuda:
         files += sorted(CUDA_DIR.glob("*.py"))
     return files
@@ -225,15 +232,17 @@ class Pair:
 
 
 def pairs() -> list[Pair]:
-    """Naive-vs-optimised pairs for the static analyzer (``<topic>_naive.py`` / ``<topic>_opt.py``)."""
+    """Naive-vs-optimised pairs for the static analyzer (``<topic>_naive.py`` / ``<topic>_opt.py``);
+    the standalone ports' topics are prefixed ``standalone/``."""
     out = []
-    for naive in sorted(PAIRS_DIR.glob("*_naive.py")):
-        topic = naive.name[: -len("_naive.py")]
-        opt = PAIRS_DIR / f"{topic}_opt.py"
-        if not opt.exists():
-            raise ValueError(f"{naive}: missing optimised partner {opt.name}")
-        expected = tuple(module_literals(naive).get("EXPECTED_FINDINGS", ()))
-        out.append(Pair(topic, naive, opt, expected))
+    for directory, prefix in ((PAIRS_DIR, ""), (STANDALONE_PAIRS_DIR, "standalone/")):
+        for naive in sorted(directory.glob("*_naive.py")):
+            topic = naive.name[: -len("_naive.py")]
+            opt = directory / f"{topic}_opt.py"
+            if not opt.exists():
+                raise ValueError(f"{naive}: missing optimised partner {opt.name}")
+            expected = tuple(module_literals(naive).get("EXPECTED_FINDINGS", ()))
+            out.append(Pair(prefix + topic, naive, opt, expected))
     return out
 
 

@@ -26,6 +26,27 @@ def test_evaluate_json_is_a_complete_draft():
     assert draft["rubric"]["hash"].startswith("sha256:")
 
 
+def test_standalone_nki_submission_gets_a_complete_draft():
+    """examples/rmsnorm-nki is written in the standalone nki 0.3+ dialect (dst-first ISA, access patterns,
+    a helper module named in kernel.modules): correctness, numerics and the trace-based criteria are scored
+    from the simulation, like a beta-dialect submission's."""
+    result = runner.invoke(app, ["evaluate", str(EXAMPLES / "rmsnorm-nki"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    draft = json.loads(result.stdout)
+    scores = {c["criterion_id"]: c["score"] for c in draft["criteria"]}
+    for criterion in ("kernel_correctness", "numerical_correctness", "tiling", "memory_hierarchy", "data_movement",
+                      "performance", "precision", "neuron_platform"):
+        assert scores[criterion] is not None, criterion
+    assert scores["kernel_correctness"] == 5
+    items = draft["evidence"]["items"]
+    kinds = {i["kind"] for i in items}
+    assert {"sim.output", "sim.trace", "nki.dialect"} <= kinds and "sim.unsupported_dialect" not in kinds
+    (dialect,) = [i for i in items if i["kind"] == "nki.dialect"]
+    assert dialect["labels"]["dialect"] == "standalone" and dialect["labels"]["version"] == "0.2+"  # no 0.3-only API
+    assert {"dst_first", "access_patterns"} <= set(dialect["labels"]["features"].split(","))
+    assert not draft["evidence"]["failures"]
+
+
 def test_evaluate_markdown_shows_scores_rationale_and_cited_locations():
     result = runner.invoke(app, ["evaluate", str(EXAMPLES / "softmax-ragged-defect")])
     assert result.exit_code == 0, result.output

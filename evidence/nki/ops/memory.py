@@ -303,7 +303,8 @@ def exec_dma_copy(st, c: Call) -> None:
 
 def check_dma_compute(st, *, dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, **_):
     """`dma_compute(dst, srcs, reduce_op=nl.add)`: dst = sum(srcs), computed by the DMA engines in fp32
-    (nki 0.3+; replaces dma_copy(dst_rmw_op=...)). Only add with unit scales exists."""
+    (nki 0.3+; replaces dma_copy(dst_rmw_op=...)). Only add with unit scales exists. With an indirect
+    dst that is also a source (a scatter-add), rows named more than once get every update."""
     dst = tile(st, dst, "dma_compute", "dst", ANY)
     srcs = [tile(st, t, "dma_compute", "srcs", ANY) for t in (srcs or ())]
     if not srcs or len(srcs) > 16:
@@ -325,8 +326,29 @@ def check_dma_compute(st, *, dst, srcs, reduce_op=None, scales=None, unique_indi
     return c
 
 
+def _same_access(t: Tensor, dst: Tensor) -> bool:
+    """`t` reads exactly the elements indirect `dst` writes (the same allocation and index arrays)."""
+    if t.adv is None or t.adv[0].alloc is not dst.adv[0].alloc or len(t.adv[1]) != len(dst.adv[1]):
+        return False
+    return all(np.array_equal(a, b) for a, b in zip(t.adv[1], dst.adv[1]))
+
+
 def exec_dma_compute(st, c: Call) -> None:
     dst = c.out
+    same = [t for t in c.ins if dst.adv is not None and _same_access(t, dst)]
+    if same:  # dst = dst + others through indirect rows: a read-modify-write per row
+        parent, idx, _, grid = dst.locate(None)
+        flat = np.ravel_multi_index(tuple(np.broadcast_to(i, grid).ravel() for i in idx), parent.shape)
+        uniq, first, inv = np.unique(flat, return_index=True, return_inverse=True)
+        if uniq.size < flat.size:  # repeated rows: the DMA serialises the updates, every one lands
+            others = [t for t in c.ins if t is not same[0]]
+            add = np.zeros(flat.size, np.float32)
+            for t in others:
+                add += f32(t).reshape(-1)
+            acc = f32(same[0]).reshape(-1)[first].astype(np.float32)
+            np.add.at(acc, inv, add)
+            dst.write(acc[inv].reshape(dst.shape), accumulate=True)
+            return
     total = None
     for t in c.ins:
         v = f32(t).reshape(dst.shape)

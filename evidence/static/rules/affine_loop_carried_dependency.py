@@ -23,6 +23,9 @@ class AffineLoopCarriedDependency(Rule):
     writing one output location from every iteration raises err_unexpected_output_dependencies
     (REFERENCE §3.3, §5.4). A sequential CPU simulation hides the defect.
 
+    Beta-only: in the standalone dialect (0.3+) `affine_range` is a deprecated alias of Python
+    `range`, its iterations run in order, and a carried dependency is legal there.
+
     Fix: use `nl.sequential_range` for scans and running state, or index the written location
     with the loop variable.
     """

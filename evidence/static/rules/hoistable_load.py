@@ -1,4 +1,4 @@
-"""hoistable-load: an nl.load repeated by a loop it does not depend on."""
+"""hoistable-load: an HBM load repeated by a loop it does not depend on."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import math
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
+from evidence.static.rulekit import dma_copy_load
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+_SA = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
 # Per-partition SBUF a cached operand may reasonably take (a quarter of the ~192 KiB partition).
 CACHE_BUDGET = 48 * 1024
 
 
 class HoistableLoad(Rule):
-    """Flags loads that enclosing loops repeat without the load depending on them: either loop-
+    """Flags loads (`nl.load`, and in the standalone dialect also `nisa.dma_copy` from HBM into an
+    on-chip tile) that enclosing loops repeat without the load depending on them: either loop-
     invariant in the innermost loops (hoist it), or invariant in an outer loop while the tiles
     it loads per outer iteration would fit in SBUF (load them once and reuse).
 
@@ -43,21 +46,31 @@ class HoistableLoad(Rule):
                 "            for j in nl.affine_range(4):\n                x = nl.load(a[j * 128:(j + 1) * 128, m * 128:(m + 1) * 128])\n"
                 "                y = nl.load(b[j * 128:(j + 1) * 128, n * 512:(n + 1) * 512])\n",
                 inputs={"a": ((512, 512), "bfloat16"), "b": ((512, 1024), "bfloat16")}, line=8),
+        Invalid(_SA + "@nki.jit\ndef k(a, b):\n    for i in range(4):\n        w = nl.ndarray((128, 512), dtype=b.dtype, "
+                "buffer=nl.sbuf)\n        nisa.dma_copy(dst=w, src=b)\n",
+                inputs={"a": ((512, 512), "bfloat16"), "b": ((128, 512), "bfloat16")}, line=8),
     ]
 
     def on_call(self, call: CallInfo) -> None:
-        if call.name not in ("nl.load", "nl.load_transpose2d") or not call.loops:
+        if not call.loops:
             return
-        invariant = [lp for lp in call.loops if lp.id not in call.deps and (lp.trip is None or lp.trip > 1)]
+        if call.name in ("nl.load", "nl.load_transpose2d"):
+            t, deps = call.tensor, call.deps
+        else:
+            load = dma_copy_load(self.ctx, call)
+            if load is None:
+                return
+            # Only the HBM side decides what is re-read: the destination tile may be fresh each iteration.
+            t, deps = load[1], self.ctx.deps(load[0])[0]
+        invariant = [lp for lp in call.loops if lp.id not in deps and (lp.trip is None or lp.trip > 1)]
         if not invariant:
             return
-        t = call.tensor
         per_load = t.total_bytes if t is not None else None
-        inner_free = all(lp.id not in call.deps for lp in call.loops[call.loops.index(invariant[0]):])
+        inner_free = all(lp.id not in deps for lp in call.loops[call.loops.index(invariant[0]):])
         if not inner_free:
             # Reuse across an outer loop needs the tiles of the inner dependent loops kept in SBUF.
             inner = call.loops[call.loops.index(invariant[-1]) + 1:]
-            tiles = math.prod(lp.trip or 10**6 for lp in inner if lp.id in call.deps)
+            tiles = math.prod(lp.trip or 10**6 for lp in inner if lp.id in deps)
             per_part = (t.free_bytes or 0) * tiles if t is not None and t.free_bytes else None
             if per_part is None or per_part > CACHE_BUDGET:
                 return

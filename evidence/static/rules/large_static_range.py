@@ -16,6 +16,9 @@ class LargeStaticRange(Rule):
     pressure grow with the trip count, and the loop gets none of affine_range's loop-level
     optimisations; the compiler may fail with "too many instructions" (REFERENCE §3.3).
 
+    Beta-only: in the standalone dialect (0.3+) `static_range` is a deprecated alias of Python
+    `range` with no unrolling of its own (`deprecated-nki-api` notes the alias there).
+
     Fix: use `nl.affine_range` (independent iterations) or `nl.sequential_range` (carried
     state); keep static_range for a few iterations that must be specialised.
     """

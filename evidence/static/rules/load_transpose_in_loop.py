@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
 from evidence.static.model import CallInfo
+from evidence.static.rulekit import dst_node
+from evidence.static.shapes import Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
 
@@ -18,17 +20,24 @@ class LoadTransposeInLoop(Rule):
     and even on Trn2 it reaches at most 90% (HBM->SBUF) or 50% (SBUF->SBUF) of DMA throughput.
     Inside a loop of a memory-bound kernel it becomes the bottleneck (REFERENCE §5.2, §5.3 rule 10).
 
+    The standalone dialect keeps `nisa.dma_transpose` (dst first) with the same DMA cost, so the
+    rule judges both dialects.
+
     Fix: choose the HBM layout so no transpose is needed, or load normally and transpose on the
     otherwise idle TensorE with `nisa.nc_transpose`.
     """
 
     id = "load-transpose-in-loop"
     severity = Severity.medium
+    dialects = (BETA, STANDALONE)
     VALID = [
         _HEAD + "t = nl.load_transpose2d(a)\nfor i in nl.affine_range(4):\n    x = nl.load(b)\n",
     ]
     INVALID = [
         Invalid(_HEAD + "for i in nl.affine_range(4):\n    t = nl.load_transpose2d(a[i * 128:(i + 1) * 128, :])\n", line=4),
+        Invalid("import nki.language as nl\nimport nki.isa as nisa\nfor i in range(4):\n"
+                "    t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+                "    nisa.dma_transpose(dst=t, src=a[i * 128:(i + 1) * 128, :])\n", line=5),
     ]
 
     def on_call(self, call: CallInfo) -> None:
@@ -36,5 +45,7 @@ class LoadTransposeInLoop(Rule):
             return
         trips = math.prod(lp.trip or 1 for lp in call.loops)
         t = call.tensor
+        if t is None and (dst := dst_node(self.ctx, call)) is not None:
+            t = v if isinstance(v := self.ctx.value(dst), Tensor) else None
         self.report(call.node, f"{call.name} inside a loop (line {call.loops[-1].start}) runs {trips}x as a DMA transpose",
                     metrics={"trip_count": trips, "bytes_per_call": t.total_bytes if t else None})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
 from evidence.static.model import CallInfo
 from evidence.static.rulekit import _is_true
 
@@ -15,12 +15,16 @@ class MatmulImplicitTranspose(Rule):
     transpose (nc_transpose through PSUM) before every matmul: non-useful PE work, an extra PSUM
     round trip and an extra copy per call (REFERENCE §3.5, §5.3 rule 8).
 
+    `nl.matmul` keeps this signature and lowering in the standalone dialect (0.3+), so the rule
+    judges both; `nisa.nc_matmul` takes the stationary operand K-major in both and is never flagged.
+
     Fix: load the left operand with K on the partition axis (pass lhsT from HBM, or transpose once
     outside the loop) and call `nl.matmul(xT, y, transpose_x=True)` or `nisa.nc_matmul(xT, y)`.
     """
 
     id = "matmul-implicit-transpose"
     severity = Severity.medium
+    dialects = (BETA, STANDALONE)
     VALID = [
         "import neuronxcc.nki.language as nl\nc = nl.matmul(xT, y, transpose_x=True)\n",
         "import neuronxcc.nki.isa as nisa\nc = nisa.nc_matmul(xT, y)\n",
@@ -28,6 +32,7 @@ class MatmulImplicitTranspose(Rule):
     INVALID = [
         Invalid("import neuronxcc.nki.language as nl\nc = nl.matmul(x, y)\n", line=2),
         "import neuronxcc.nki.language as nl\nc = nl.matmul(x, y, transpose_x=False)\n",
+        Invalid("import nki.language as nl\nc = nl.matmul(x, y)\n", line=2),
     ]
 
     def on_call(self, call: CallInfo) -> None:

@@ -7,11 +7,13 @@ import math
 import libcst as cst
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule
-from evidence.static.model import AssignInfo
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
+from evidence.static.model import AssignInfo, CallInfo
+from evidence.static.rulekit import dst_node, root_name
 from evidence.static.shapes import MATMUL_CALLS, Tensor
 
 _HEAD = "import neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+_SA = "import nki.language as nl\nimport nki.isa as nisa\n"
 
 
 class PsumAccumulateNotInplace(Rule):
@@ -22,15 +24,22 @@ class PsumAccumulateNotInplace(Rule):
     accumulation group). The other spellings give the same numbers but lower to a separate
     VectorE add per step, reading and writing PSUM each time (REFERENCE §3.5, §5.4).
 
+    In the standalone dialect `nisa.nc_matmul(dst, ...)` accumulates into `dst` by itself (the
+    first matmul into a fresh PSUM tile overwrites it, later ones add); the flagged form there is
+    a product written to its own tile and added with `nisa.tensor_tensor(dst=acc, data1=acc,
+    data2=part, op=nl.add)`.
+
     Labels: `accumulator` = psum | sbuf | unknown (an SBUF accumulator evicts every partial product
     from PSUM as well); metric `accumulation_steps` (the trip count of the loops it accumulates over).
 
     Fix: allocate the accumulator once with `nl.zeros(..., buffer=nl.psum)` outside the K loop
-    and write `acc += nisa.nc_matmul(...)` (or `acc[...] += ...`).
+    and write `acc += nisa.nc_matmul(...)` (or `acc[...] += ...`); standalone: allocate one PSUM
+    tile per output tile and call `nisa.nc_matmul(acc, ...)` for every K step.
     """
 
     id = "psum-accumulate-not-inplace"
     severity = Severity.medium
+    dialects = (BETA, STANDALONE)
     VALID = [
         _HEAD + "acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)\nfor k in nl.affine_range(4):\n"
         "    acc += nisa.nc_matmul(a, b)\n",
@@ -41,7 +50,38 @@ class PsumAccumulateNotInplace(Rule):
                 "    acc = acc + nisa.nc_matmul(a, b)\n", line=5),
         _HEAD + "acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)\nfor k in nl.affine_range(4):\n"
         "    p = nl.matmul(a, b, transpose_x=True)\n    acc[...] = nl.add(acc, p)\n",
+        Invalid(_SA + "acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\nfor k in range(4):\n"
+                "    part = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+                "    nisa.nc_matmul(part, a[k], b[k])\n"
+                "    nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)\n", line=7),
     ]
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._products: set[str] = set()  # standalone: tiles a dst-first nc_matmul wrote
+
+    def on_call(self, call: CallInfo) -> None:
+        dst = dst_node(self.ctx, call)
+        if dst is None:
+            return
+        name = root_name(dst)
+        if call.name == "nisa.nc_matmul":
+            if name:
+                self._products.add(name)
+            return
+        if call.name == "nisa.tensor_tensor" and name and _is_add(self.ctx, call.arg(3, "op")):
+            operands = {root_name(call.arg(1, "data1")), root_name(call.arg(2, "data2"))}
+            if name in operands and (operands - {name}) & self._products:
+                t = self.ctx.value(dst)
+                buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
+                self.report(call.node, f"matmul product added into '{name}' by nisa.tensor_tensor instead of "
+                            "accumulating with nisa.nc_matmul into one PSUM tile",
+                            metrics={"extra_vector_adds_per_step": 1}, labels={"accumulator": buffer})
+        elif name:
+            self._products.discard(name)
+
+    def leave_function(self, fn) -> None:
+        self._products = set()
 
     def on_assign(self, a: AssignInfo) -> None:
         if a.kind not in ("bind", "store") or a.target is None or a.target not in a.names:
@@ -57,6 +97,11 @@ class PsumAccumulateNotInplace(Rule):
         self.report(a.node, f"matmul accumulated into {where}'{a.target}' by re-assignment instead of '+='"
                     + (f" over {steps} steps" if steps else ""),
                     metrics={"extra_vector_adds_per_step": 1, "accumulation_steps": steps}, labels={"accumulator": buffer})
+
+
+def _is_add(ctx, node) -> bool:
+    return ctx.ev.api_name(node) in ("nl.add", "np.add", "numpy.add") if isinstance(node, (cst.Name, cst.Attribute)) \
+        else False
 
 
 def _has_matmul(ctx, node: cst.BaseExpression) -> bool:

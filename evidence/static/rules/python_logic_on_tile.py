@@ -19,6 +19,10 @@ class PythonLogicOnTile(Rule):
     (err_ambiguous_tensor_truth_value), and control flow cannot depend on runtime tensor values
     in the beta dialect (err_dynamic_control_flow_not_supported) (REFERENCE §2).
 
+    Beta-only: the standalone dialect (0.3+) lowers some control flow on runtime values
+    (register conditions, dynamic loops), and which tile truth tests it rejects is not documented
+    precisely enough ([SDK-HEAD]) to flag them without false positives.
+
     Fix: use `&`, `|`, `~` for element-wise logic, `nl.where` / masks / `affine_select` for
     per-element choices, and `is not None` for optional arguments.
     """

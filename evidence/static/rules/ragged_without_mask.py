@@ -26,6 +26,10 @@ class RaggedWithoutMask(Rule):
     (err_tensor_access_out_of_bound); masks cost nothing because the compiler shrinks the
     instruction (REFERENCE §3.2, §5.4).
 
+    Beta-only: the standalone dialect (0.2+) has no masks; a tile slice past the end of a tensor
+    is an out-of-bounds access the compiler and the simulator reject, and the fix is a slice
+    bounded with `min()`, not a mask.
+
     Fix: iterate `math.ceil(N / T)` tiles and pass `mask=(i * T + ip < N)` to every load, store
     and compute call of the last tile, or handle the remainder in a separate tail step.
     """

@@ -20,6 +20,9 @@ class SequentialWithoutDependency(Rule):
     one iteration's DMA with another's compute; independent iterations lose the pipelining that
     affine_range allows (REFERENCE §3.3, §5.3 rule 4).
 
+    Beta-only: in the standalone dialect (0.3+) every iterator is an alias of Python `range`;
+    choosing among them changes nothing the compiler sees (`deprecated-nki-api` notes the alias).
+
     Fix: use `nl.affine_range` for independent iterations.
     """
 

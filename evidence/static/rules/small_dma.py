@@ -9,10 +9,11 @@ import libcst as cst
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
-from evidence.static.rulekit import store_target
+from evidence.static.rulekit import dma_copy_load, store_target
 from evidence.static.shapes import Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+_SA = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
 MIN_BYTES = 512
 
 
@@ -29,6 +30,7 @@ class SmallDma(Rule):
     """
 
     id = "small-dma"
+    version = "2"  # 2: a dma_copy from HBM is judged on its HBM (source) side
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [
@@ -41,18 +43,25 @@ class SmallDma(Rule):
                 "        for j in nl.affine_range(4):\n"
                 "            x = nl.load(a[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])\n",
                 inputs={"a": ((512, 512), "bfloat16")}, line=7),
+        Invalid(_SA + "@nki.jit\ndef k(a):\n    for i in range(4):\n        for j in range(4):\n"
+                "            x = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)\n"
+                "            nisa.dma_copy(dst=x, src=a[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])\n",
+                inputs={"a": ((512, 512), "bfloat16")}, line=9),
     ]
 
     def on_call(self, call: CallInfo) -> None:
+        load = dma_copy_load(self.ctx, call)  # a dma_copy from HBM: judge its source side
         if call.name in ("nl.load", "nl.load_transpose2d"):
-            view = self.ctx.value(call.arg(0, "src"))
+            node = call.arg(0, "src")
+        elif load is not None:
+            node = load[0]
         elif call.name in ("nl.store", "nisa.dma_copy"):
-            view = self.ctx.value(store_target(self.ctx, call)[0])
+            node = store_target(self.ctx, call)[0]
         else:
             return
+        view = self.ctx.value(node)
         if not isinstance(view, Tensor) or not call.loops:
             return
-        node = call.arg(0, "src") if call.name.startswith("nl.load") else store_target(self.ctx, call)[0]
         # Only when a loop walks the free axis in small chunks can one transfer take more.
         walkers = _free_axis_loops(self.ctx, node, call)
         if not walkers:

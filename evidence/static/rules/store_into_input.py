@@ -11,6 +11,7 @@ from evidence.static.rulekit import store_target
 from evidence.static.shapes import Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.typing as nt\n"
+_SA = "import nki\nimport nki.language as nl\n"
 
 
 class StoreIntoInput(Rule):
@@ -20,7 +21,10 @@ class StoreIntoInput(Rule):
     Since Neuron 2.21 kernel inputs are immutable: the compiler raises
     err_cannot_update_immutable_parameter, and frameworks may alias the input buffer, so an
     in-place write corrupts the caller's tensor (REFERENCE §2, §3.1). Kernels in the old style
-    (outputs as trailing parameters, no return value) are not flagged.
+    (outputs as trailing parameters, no return value) are not flagged. The standalone dialect
+    has no mutable annotation: a kernel there may update an argument in place when it returns that
+    argument (the aliasing is then explicit), so only writes into arguments it does not return
+    are flagged.
 
     Fix: allocate the output with `nl.ndarray(..., buffer=nl.shared_hbm)` and return it, or
     annotate the parameter `nt.mutable_tensor` and return it.
@@ -33,9 +37,12 @@ class StoreIntoInput(Rule):
     VALID = [
         _HEAD + "@nki.jit\ndef k(a, b: nt.mutable_tensor):\n    t = nl.load(a)\n    nl.store(b, value=t)\n    return b\n",
         _HEAD + "@nki.jit\ndef k(a, out):\n    t = nl.load(a)\n    nl.store(out, value=t)\n",
+        _SA + "@nki.jit\ndef k(a, b):\n    t = nl.load(a)\n    nl.store(b, value=t)\n    return b\n",
     ]
     INVALID = [
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    t = nl.load(a)\n    nl.store(a, value=nl.exp(t))\n    return a\n", line=7),
+        Invalid(_SA + "@nki.jit\ndef k(a, b):\n    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+                "    t = nl.load(a)\n    nl.store(a, value=t)\n    nl.store(out, value=t)\n    return out\n", line=7),
     ]
 
     def __init__(self, engine) -> None:
@@ -69,6 +76,29 @@ class StoreIntoInput(Rule):
         writes, self._writes = self._writes, []
         if not fn.is_kernel or not fn.returns_value:
             return
+        returned = _returned_names(fn.node) if self.ctx.dialect.dialect == STANDALONE else set()
         for node, name in writes:
+            if name in returned:
+                continue
             self.report(node, f"kernel writes into its input '{name}', which is not declared nt.mutable_tensor",
                         labels={"parameter": name})
+
+
+def _returned_names(fn: cst.FunctionDef) -> set[str]:
+    """Names the function returns directly (`return y`, `return out, y`), nested functions aside."""
+    found: set[str] = set()
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            items = value.elements if isinstance(value, (cst.Tuple, cst.List)) else [value] if value else []
+            for el in items:
+                v = el.value if isinstance(el, (cst.Element,)) else el
+                if isinstance(v, cst.Name):
+                    found.add(v.value)
+
+    fn.visit(_Returns())
+    return found

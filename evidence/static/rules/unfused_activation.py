@@ -5,12 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from evidence.model import Severity
-from evidence.static.framework import Invalid, Rule, Valid
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
-from evidence.static.rulekit import ACTIVATIONS
+from evidence.static.rulekit import ACTIVATIONS, dst_node, root_name, standalone
 from evidence.static.shapes import Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+_SA = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
 _AFFINE_CALLS = {"nl.multiply": "multiply", "nl.add": "add", "nl.subtract": "subtract", "nl.divide": "divide",
                  "nisa.tensor_scalar": "tensor_scalar"}
 _AFFINE_OPS = {cst.Multiply: "multiply", cst.Add: "add", cst.Subtract: "subtract", cst.Divide: "divide"}
@@ -24,12 +25,16 @@ class UnfusedActivation(Rule):
     separate VectorE/ScalarE instruction doubles the element passes over the tile (about 2x for
     this pair; softmax's `exp(x - max)` is the classic case) (REFERENCE §3.7, §5.3 rule 6).
 
+    In the standalone dialect the separate step is usually a dst-first `nisa.tensor_scalar(dst=t,
+    ...)` (or a `tensor_tensor` with a [P, 1] operand) whose `dst` the activation then reads.
+
     Fix: `nisa.activation(op=nl.exp, data=x, bias=neg_max, scale=s)` with the per-partition
     shift in `bias` (negated) and the factor in `scale`.
     """
 
     id = "unfused-activation"
     severity = Severity.low
+    dialects = (BETA, STANDALONE)
     VALID = [
         Valid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1, keepdims=True, dtype=nl.float32)\n"
               "    e = nisa.activation(op=nl.exp, data=x, bias=nl.negative(m))\n", inputs={"a": ((128, 512), "float32")}),
@@ -40,38 +45,64 @@ class UnfusedActivation(Rule):
         Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1, keepdims=True, dtype=nl.float32)\n"
                 "    s = nl.subtract(x, m)\n    e = nl.exp(s)\n", inputs={"a": ((128, 512), "float32")}, line=8),
         Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    e = nl.tanh(x * 0.5)\n", inputs={"a": ((128, 512), "float32")}, line=6),
+        Invalid(_SA + "def k(a):\n    x = nl.load(a)\n    s = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+                "    nisa.tensor_scalar(dst=s, data=x, op0=nl.multiply, operand0=0.5)\n"
+                "    e = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+                "    nisa.activation(dst=e, op=nl.exp, data=s)\n", inputs={"a": ((128, 512), "float32")}, line=9),
     ]
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
-        self._pending: list[tuple[CallInfo, str, str]] = []
+        self._pending: list[tuple[CallInfo, str, str, int | None]] = []
+        # standalone: tile name -> (line, separate op or None) of the dst-first call that last wrote it
+        self._writers: dict[str, tuple[int, str | None]] = {}
 
     def on_call(self, call: CallInfo) -> None:
+        dst = dst_node(self.ctx, call)
+        sa = standalone(self.ctx)
         if call.name in ACTIVATIONS:
             data = call.arg(0, "x")
         elif call.name == "nisa.activation" and not (call.has_kw("bias") or call.has_kw("scale")):
-            data = call.arg(1, "data")
+            data = call.arg(2 if sa else 1, "data")
         else:
+            data = None
+        writer = None
+        if data is not None:
+            producer = data
+            if isinstance(data, cst.Name):
+                writer = self._writers.get(data.value) if sa else None
+                b = self.ctx.lookup(data.value)
+                producer = b.node if b is not None else None
+            op = writer[1] if writer is not None else self._affine(producer)
+        if dst is not None and (name := root_name(dst)) is not None:
+            self._writers[name] = (call.start, self._dst_first_affine(call))
+        if data is None:
             return
-        producer = data
-        if isinstance(data, cst.Name):
-            b = self.ctx.lookup(data.value)
-            producer = b.node if b is not None else None
-        op = self._affine(producer)
         data_t = self.ctx.value(data)
         if not op or (isinstance(data_t, Tensor) and data_t.free_elems == 1):
             return  # nothing to fuse, or a [P, 1] statistic: one element per partition
-        if isinstance(data, cst.Name):
-            self._pending.append((call, data.value, op))  # fusable only if nothing else reads it
+        if isinstance(data, cst.Name):  # fusable only if nothing else reads it
+            self._pending.append((call, data.value, op, writer[0] if writer is not None else None))
         else:
             self._report(call, op)
 
     def leave_function(self, fn) -> None:
         pending, self._pending = self._pending, []
-        for call, name, op in pending:
-            readers = {x.start for x in (*fn.assigns, *fn.calls) if name in x.names}
+        self._writers = {}
+        for call, name, op, written_at in pending:
+            readers = {x.start for x in (*fn.assigns, *fn.calls) if name in x.names} - {written_at}
             if len(readers) <= 1:
                 self._report(call, op)
+
+    def _dst_first_affine(self, call: CallInfo) -> str | None:
+        """The separate op a standalone `nisa.tensor_scalar` / `tensor_tensor` (by a [P, 1] vector) is."""
+        if call.name == "nisa.tensor_scalar":
+            return "tensor_scalar"
+        if call.name == "nisa.tensor_tensor":
+            d1, d2 = call.arg(1, "data1"), call.arg(2, "data2")
+            if d1 is not None and d2 is not None and self._broadcastable(d1, d2):
+                return "tensor_tensor"
+        return None
 
     def _report(self, call: CallInfo, op: str) -> None:
         self.report(call.node, f"{call.name} follows a separate {op} by a scalar/[P,1] vector; fuse it as "

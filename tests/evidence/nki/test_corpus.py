@@ -142,6 +142,21 @@ def test_corpus_inventory():
     assert len(ports) >= 2
 
 
+def test_standalone_ports_mirror_the_beta_corpus():
+    """nki_standalone/ holds ports (same file names) of the beta kernels and of every beta pair, each
+    detected as the standalone dialect when loaded."""
+    ports = sorted(loader.STANDALONE_DIR.glob("*.py"))
+    assert len(ports) >= 30
+    for path in ports + sorted(loader.STANDALONE_PAIRS_DIR.glob("*.py")):
+        beta = loader.NKI_DIR / path.relative_to(loader.STANDALONE_DIR)
+        assert beta.exists(), f"{path.name} is not a port of a beta corpus file"
+        assert "neuronxcc" not in path.read_text()
+        assert _module(path).__nki_dialect__ == "standalone", path.name
+    topics = {p.topic for p in loader.pairs()}
+    beta_topics = {t for t in topics if not t.startswith("standalone/")}
+    assert {"standalone/" + t for t in beta_topics} <= topics
+
+
 def test_case_inputs_are_seeded_and_reproducible():
     case = CASES[0]
     first, second = case.make_inputs(), case.make_inputs()

@@ -166,3 +166,48 @@ def test_a_crashing_rule_becomes_a_rule_failure_item(monkeypatch):
     assert "ValueError: broken rule" in failures[0].title
     assert not any(i.kind == "nki.hoistable-load" for i in items)
     assert any(i.kind == "nki.small-dma" for i in items)  # the other rules still reported
+
+
+def _kernel_submission(source: str, entry: str, **task) -> Submission:
+    manifest = Manifest.model_validate({
+        "task": {"id": "copy", "title": "Copy", **task},
+        "kernel": {"file": "kernel.py", "entry": entry},
+        "inputs": [{"name": "a", "shape": [256, 512], "dtype": "float32"}],
+    })
+    return Submission(manifest=manifest, files={"kernel.py": source})
+
+
+_BETA_COPY = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n@nki.jit\ndef copy(a):\n"
+              "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+              "    for i in nl.affine_range(2):\n"
+              "        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.load(a[i * 128:(i + 1) * 128, :]))\n"
+              "    return out\n")
+_STANDALONE_COPY = ("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n@nki.jit\ndef copy(a):\n"
+                    "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+                    "    for i in nl.affine_range(2):\n"
+                    "        t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)\n"
+                    "        nisa.dma_copy(dst=t, src=a.ap(pattern=[[512, 128], [1, 512]], offset=i * 128 * 512))\n"
+                    "        nl.store(out[i * 128:(i + 1) * 128, :], value=t)\n"
+                    "    return out\n")
+
+
+def test_dialect_evidence_names_version_features():
+    (beta,) = [i for i in NkiStaticCollector().collect(_kernel_submission(_BETA_COPY, "copy")) if i.kind == "nki.dialect"]
+    assert beta.labels["dialect"] == "beta" and beta.labels["version"] == "beta"
+    assert beta.labels["features"] == "affine_range"
+    sub = _kernel_submission(_STANDALONE_COPY, "copy")
+    (sa,) = [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.dialect"]
+    assert sa.labels["dialect"] == "standalone" and sa.labels["version"] == "0.3+"  # nl.store came back in 0.3
+    assert sa.labels["features"].split(",") == ["access_patterns", "deprecated_iterators", "dst_first", "load_store"]
+
+
+def test_deprecated_nki_api_follows_the_task_sdk():
+    def deprecated(source, **task):
+        items = NkiStaticCollector().collect(_kernel_submission(source, "copy", **task))
+        return sorted(i.labels["what"] for i in items if i.kind == "nki.deprecated-nki-api")
+
+    assert deprecated(_BETA_COPY) == []  # no SDK stated: beta is the project's default dialect
+    assert deprecated(_BETA_COPY, neuron_sdk="2.27") == []
+    assert deprecated(_BETA_COPY, neuron_sdk="2.29") == ["beta_dialect"]
+    assert deprecated(_STANDALONE_COPY) == ["range_iterator"]
+    assert deprecated(_STANDALONE_COPY.replace("nl.affine_range(2)", "range(2)"), neuron_sdk="2.30") == []

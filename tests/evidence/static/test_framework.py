@@ -81,14 +81,21 @@ def test_discovery_skips_rules_defined_outside_the_package_unless_passed():
 
 def test_dialects_are_detected_and_gate_rules():
     assert detect(cst.parse_module("import neuronxcc.nki.language as nl\n")).dialect == "beta"
-    std = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\nc = nl.matmul(x, y)\n"
+    std = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\nfor i in nl.static_range(64):\n    x = i\n"
     info = detect(cst.parse_module(std))
     assert info.dialect == "standalone" and info.aliases["nl"] == "nl"
-    # matmul-implicit-transpose is a beta rule: never applied to standalone code.
-    assert analyze(std).findings == []
+    # large-static-range is a beta rule (0.3+ iterators are aliases of range): never applied to standalone code.
+    assert [f.rule for f in analyze(std).findings if f.rule == "large-static-range"] == []
     beta = std.replace("import nki\nimport nki.language as nl\nimport nki.isa as nisa\n",
                        "import neuronxcc.nki.language as nl\n")
-    assert [f.rule for f in analyze(beta).findings] == ["matmul-implicit-transpose"]
+    assert [f.rule for f in analyze(beta).findings] == ["large-static-range"]
+
+
+def test_every_rule_judges_both_dialects_or_says_why_not():
+    for rule in load_rules():
+        assert set(rule.dialects) <= {"beta", "standalone"}, rule.id
+        if "standalone" not in rule.dialects:
+            assert "Beta-only:" in (rule.__doc__ or ""), f"{rule.id}: beta-only without the reason in its docstring"
 
 
 def test_syntax_error_names_file_and_line():

@@ -21,7 +21,8 @@ def _cases(kind: str):
 
 def _run(rule, ex):
     code = textwrap.dedent(ex.code)
-    result = analyze(code, file="example.py", inputs=bindings_from(ex.inputs or {}), rules=[rule])
+    result = analyze(code, file="example.py", inputs=bindings_from(ex.inputs or {}), rules=[rule],
+                     options=ex.options)
     assert not result.failures, result.failures
     return [f for f in result.findings if f.rule == rule.id]
 

@@ -21,6 +21,7 @@ from evidence.nki import state as _state
 from evidence.nki.indexing import MaskExpr
 from evidence.nki.ops.functions import BINARY, op_name
 from evidence.nki.shim._common import reject_removed
+from evidence.nki.shim.isa import dge_mode, oob_mode, reduce_cmd  # noqa: F401  (the same enums in both dialects)
 
 
 class engine(IntEnum):
@@ -35,26 +36,6 @@ class engine(IntEnum):
 
 unknown_engine, tensor_engine, scalar_engine = engine.unknown, engine.tensor, engine.scalar
 gpsimd_engine, vector_engine = engine.gpsimd, engine.vector
-
-
-class reduce_cmd(IntEnum):
-    idle = 0
-    reset = 1
-    reduce = 2
-    reset_reduce = 3
-    load_reduce = 4
-
-
-class dge_mode(IntEnum):
-    none = 0
-    swdge = 1
-    hwdge = 2
-    unknown = 3
-
-
-class oob_mode(IntEnum):
-    error = 0
-    skip = 1
 
 
 class matmul_perf_mode(IntEnum):
@@ -94,7 +75,7 @@ def _bind(public: str, params: tuple[str, ...], args: tuple, kwargs: dict) -> di
     if len(args) > len(params):
         raise _state.current().error("err_invalid_arguments",
                                      f"'nisa.{public}' takes {len(params) + 1} positional arguments (dst first)")
-    reject_removed(f"nisa.{public}", kwargs, REMOVED)
+    reject_removed(f"nisa.{public}", {k: v for k, v in kwargs.items() if k not in params}, REMOVED)
     bound = dict(zip(params, args))
     for k, v in kwargs.items():
         if k in bound:

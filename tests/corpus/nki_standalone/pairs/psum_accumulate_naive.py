@@ -1,0 +1,51 @@
+"""Matmul whose K reduction is summed outside TensorE, nki 0.3+ style: each K step's product goes
+to its own PSUM tile and a VectorE ``nisa.tensor_tensor(acc, acc, part, nl.add)`` adds it into the
+accumulator, instead of letting ``nc_matmul`` accumulate into one PSUM tile. Everything else
+(resident operands, 128 x 512 tiles) is right. Partner: ``psum_accumulate_opt.py``."""
+import numpy as np
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+KERNEL = "psum_naive_kernel"
+REFERENCE = "psum_ref"
+EXPECTED_FINDINGS = ["nki.psum-accumulate-not-inplace"]
+
+
+@nki.jit
+def psum_naive_kernel(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    KT = K // 128
+    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    lhsT_sb = nl.ndarray((128, KT, M), dtype=lhsT.dtype, buffer=nl.sbuf)
+    rhs_sb = nl.ndarray((128, KT, N), dtype=rhs.dtype, buffer=nl.sbuf)
+    for k in range(KT):
+        nisa.dma_copy(dst=lhsT_sb[:, k, :], src=lhsT[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=rhs_sb[:, k, :], src=rhs[k * 128:(k + 1) * 128, :])
+    for m in range(M // 128):
+        for n in range(N // 512):
+            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=acc, value=0.0)
+            for k in range(KT):
+                part = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+                nisa.nc_matmul(part, lhsT_sb[:, k, m * 128:(m + 1) * 128], rhs_sb[:, k, n * 512:(n + 1) * 512])
+                nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)
+            res = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=res)
+    return out
+
+
+def psum_ref(lhsT, rhs):
+    import ml_dtypes
+
+    return (lhsT.astype(np.float64).T @ rhs.astype(np.float64)).astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+CASES = [
+    {"name": "bf16_k384_m512_n1024", "inputs": [{"name": "lhsT", "shape": [384, 512], "dtype": "bfloat16"},
+                                                {"name": "rhs", "shape": [384, 1024], "dtype": "bfloat16"}],
+     "rel_l2": 8e-3, "rtol": 2e-2, "atol": 2e-1},
+]
