@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from threadpoolctl import ThreadpoolController
@@ -62,9 +63,13 @@ class Pipeline:
 
     def __init__(self, workers: int) -> None:
         # threads start on the first job (ThreadPoolExecutor starts them lazily) and stop in close()
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore") if workers > 0 \
-            else None
+        self.worker_ids: list[int] = []  # native thread ids, to wait until the OS has removed them
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore",
+                                       initializer=self._started) if workers > 0 else None
         self.jobs: list[Future] = []
+
+    def _started(self) -> None:
+        self.worker_ids.append(threading.get_native_id())  # list.append is atomic
 
     def run(self, fn, reads=(), writes=()) -> None:
         """Run `fn` (numpy work on arrays only) after the jobs it depends on, on a worker when there are any."""
@@ -78,8 +83,7 @@ class Pipeline:
         try:
             job = self.pool.submit(_run, fn, deps)
         except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
-            self.pool.shutdown(wait=True)
-            self.pool = None
+            self._stop_workers()
             self.settle(reads, writes)
             fn()
             return
@@ -115,9 +119,21 @@ class Pipeline:
         try:
             self.drain()
         finally:
-            if self.pool is not None:
-                self.pool.shutdown(wait=True)
-                self.pool = None
+            self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        """Join the workers and wait until the OS has removed them: `Thread.join` returns when the
+        Python thread state is gone, a moment before the thread leaves /proc/self/task, where the
+        sandbox's monitor counts threads (a race it lost on most runs)."""
+        if self.pool is None:
+            return
+        self.pool.shutdown(wait=True)
+        self.pool = None
+        deadline = time.monotonic() + 2.0
+        for tid in self.worker_ids:
+            while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
+                time.sleep(0.0002)
+        self.worker_ids = []
 
     def drain(self) -> None:
         """Wait for every job; the first failure (in program order) is raised."""

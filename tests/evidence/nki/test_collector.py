@@ -56,6 +56,32 @@ def test_matching_kernel_gives_output_and_trace_items_with_stable_ids():
     assert [i.id for i in collect(submission(GOOD))[1]] == [i.id for i in items]
 
 
+MATMUL = HEAD + """@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((256, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    for m in nl.affine_range(2):
+        for n in nl.affine_range(2):
+            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(2):
+                acc += nl.matmul(nl.load(a[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128]),
+                                 nl.load(b[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512]), transpose_x=True)
+            nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(acc))
+    return out
+"""
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_the_simulators_own_worker_threads_are_not_the_submissions(run):
+    """TensorE work runs on worker threads in the kernel's child; the sandbox's monitor counts OS
+    threads left after the call, so the workers must be gone from /proc before simulate() returns."""
+    sub = submission(MATMUL, ref="def ref(a, b):\n    return a.T @ b\n",
+                     inputs=[{"name": "a", "shape": [256, 256], "dtype": "bfloat16"},
+                             {"name": "b", "shape": [256, 1024], "dtype": "bfloat16"}])
+    by_kind, items = collect(sub)
+    assert by_kind["sim.output"].metrics["matches"] == 1.0
+    assert not [i.kind for i in items if i.kind.startswith("security.")]
+
+
 def test_mismatching_kernel_is_high_and_nan_output_is_critical():
     wrong = GOOD.replace("nl.add(x, y)", "nl.add(x, nl.multiply(y, 1.01))")
     by_kind, _ = collect(submission(wrong))
