@@ -10,9 +10,10 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from grader.errors import GraderError
+from grader.settings import DrafterChoice
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 rubric_app = typer.Typer(no_args_is_help=True, help="List and show rubrics.")
@@ -41,12 +42,40 @@ def _emit(text: str, output: Optional[Path]) -> None:
 
 
 def _settings(**overrides: object):
+    """Settings from the environment and the given options; a bad GRADER_* value is a GraderError line."""
     from grader.sandbox import announce
     from grader.settings import Settings
 
-    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = Settings.load(**{k: v for k, v in overrides.items() if v is not None})
     announce(settings)
     return settings
+
+
+def _version(value: bool) -> None:
+    if not value:
+        return
+    from grader.epoch import grader_epoch, package_version
+    from grader.prompting import load_templates
+    from grader.rubric import load_rubric
+
+    try:
+        settings = _settings()
+        epoch = grader_epoch(load_rubric(settings.rubric, settings.rubric_dirs()), load_templates(settings.prompt_dirs()))
+    except GraderError as exc:
+        _fail(exc.one_line())
+        return
+    lines = [f"nki-grader {package_version()}", f"epoch {epoch.hash}"]
+    lines += [f"  {name:<13} {value}" for name, value in epoch.parts.items()]
+    _emit("\n".join(lines), None)
+    raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="print the version and the grader epoch (rubric, prompts, simulator, static rules)"),
+) -> None:
+    """LLM-assisted rubric grading of NKI kernels, built on deterministic evidence."""
 
 
 @app.command()
@@ -55,7 +84,7 @@ def evaluate(
     rubric: str = typer.Option("nki-kernel-review", "--rubric", help="rubric id or path to a rubric TOML"),
     fmt: Format = typer.Option(Format.md, "--format", help="output format"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to FILE instead of stdout"),
-    drafter: Optional[str] = typer.Option(None, "--drafter", help="rules (offline default) or llm"),
+    drafter: Optional[DrafterChoice] = typer.Option(None, "--drafter", help="rules (offline default) or llm"),
     model: Optional[str] = typer.Option(None, "--model", help="litellm model string, e.g. openai/gpt-4o-mini"),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible endpoint for the model"),
     samples: Optional[int] = typer.Option(None, "--samples", min=1, max=16, help="samples per criterion"),
@@ -71,7 +100,7 @@ def evaluate(
                              use_cache=False if no_cache else None)
         from grader.consistency.store import JsonFileStore
 
-        rub = load_rubric(rubric)
+        rub = load_rubric(rubric, settings.rubric_dirs())
         draft = run(submission, rubric=rub, settings=settings, store=JsonFileStore(settings.data_dir))
     except GraderError as exc:
         _fail(exc.one_line())
@@ -102,17 +131,26 @@ def evidence(
 
 @rubric_app.command("list")
 def rubric_list() -> None:
-    """List the rubrics shipped in rubrics/."""
+    """List the rubrics found: GRADER_RUBRIC_PATH's directories, then the shipped ones."""
+    from grader.resources import describe
     from grader.rubric import available_rubrics, load_rubric
 
-    table = Table("id", "version", "criteria", "title")
-    for rid in available_rubrics():
+    try:
+        dirs = _settings().rubric_dirs()
+    except GraderError as exc:
+        _fail(exc.one_line())
+        return
+    found = available_rubrics(dirs)
+    if not found:
+        _fail(f"no rubrics found (searched {describe(dirs)})")
+    table = Table(Column("id", no_wrap=True), "version", "criteria", "title", Column("file", overflow="fold"))
+    for rid, path in found.items():
         try:
-            r = load_rubric(rid)
+            r = load_rubric(rid, dirs)
         except GraderError as exc:
-            table.add_row(rid, "-", "-", f"invalid: {exc.one_line()}")
+            table.add_row(rid, "-", "-", f"invalid: {exc.one_line()}", str(path))
             continue
-        table.add_row(r.id, r.version, str(len(r.criteria)), r.title)
+        table.add_row(r.id, r.version, str(len(r.criteria)), r.title, str(path))
     Console().print(table)
 
 
@@ -125,7 +163,7 @@ def rubric_show(
     from grader.rubric import load_rubric
 
     try:
-        r = load_rubric(rubric_id)
+        r = load_rubric(rubric_id, _settings().rubric_dirs())
     except GraderError as exc:
         _fail(exc.one_line())
         return

@@ -39,9 +39,9 @@ def evaluate(
 
     With a calibration `store`, every criterion carries the consistency check against the newest
     calibration run of the draft's grader epoch (grader.consistency.check)."""
-    settings = settings or Settings()
+    settings = settings or Settings.load()
     sub = as_submission(submission, settings)
-    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
+    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric, settings.rubric_dirs())
     bundle = bundle or gather(sub, options=settings.collector_options())
     draft = (drafter or make_drafter(settings)).draft(sub, bundle, rub)
     draft = draft.model_copy(update={"record": draft.record.model_copy(update={"sandbox": sandbox.record(settings)})})

@@ -25,9 +25,10 @@ import jinja2
 from evidence.static.injection_collector import INJECTION_KIND
 from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, Location
 from evidence.submission import Submission
+from grader.errors import GraderError
+from grader.resources import describe
 from grader.rubric import Criterion, EvidenceRule, Rubric
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 TEMPLATES = ("system.j2", "criterion.j2", "output_contract.j2")
 
 TokenCounter = Callable[[list[dict[str, str]]], int]
@@ -64,15 +65,28 @@ class Templates:
     hashes: dict[str, str]
 
 
+def load_templates(dirs: tuple[Path, ...] | None = None) -> Templates:
+    """The prompt templates from `dirs` (first wins per template), by default the configured search path:
+    GRADER_PROMPT_PATH, then the shipped templates. Hashes are of the template actually used."""
+    if dirs is None:
+        from grader.settings import Settings  # lazy: settings are read when asked for, never at import
+
+        dirs = Settings().prompt_dirs()
+    return _load_templates(tuple(dirs))
+
+
 @cache
-def load_templates(directory: Path = PROMPTS_DIR) -> Templates:
+def _load_templates(dirs: tuple[Path, ...]) -> Templates:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(directory)), undefined=jinja2.StrictUndefined,
+        loader=jinja2.FileSystemLoader([str(d) for d in dirs]), undefined=jinja2.StrictUndefined,
         autoescape=False, keep_trailing_newline=False, trim_blocks=False,
     )
     hashes = {}
     for name in TEMPLATES:
-        source = (directory / name).read_text(encoding="utf-8")
+        try:
+            source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+        except jinja2.TemplateNotFound as exc:
+            raise GraderError(f"prompt template {name!r} not found (searched {describe(dirs)})") from exc
         hashes[name] = "sha256:" + hashlib.sha256(source.encode()).hexdigest()
     return Templates(env, hashes)
 

@@ -1,7 +1,9 @@
 """Rubrics: criteria with described 1-5 levels, applicability, citable evidence kinds and evidence rules.
 
-Rubrics are TOML files in `rubrics/`. Loading validates them against the evidence catalogue, so a
-rubric can never cite a kind no collector produces, and records a content hash for every draft.
+Rubrics are TOML files: the shipped ones (`rubrics/` of the repository, package data in a wheel) and
+the user's (`GRADER_RUBRIC_PATH`), see `grader.resources`. Loading validates them against the
+evidence catalogue, so a rubric can never cite a kind no collector produces, and records a content
+hash for every draft. Criterion ids are the rubric's own: evidence never names them.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evidence.catalog import known_kinds
 from evidence.model import Severity, kind_matches
+from evidence.validation import error_message, field_path
 from grader.errors import RubricError
+from grader.resources import describe
 
-RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+DEFAULT_RUBRIC = "nki-kernel-review"
 
 Applicability = Literal["always", "has_cuda", "has_claims", "has_reference"]
 Comparison = Literal["==", "!=", "<", "<=", ">", ">="]
@@ -217,23 +221,22 @@ def parse_rubric(text: str, *, where: str = "<rubric>") -> Rubric:
         rubric = Rubric.model_validate(payload)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise RubricError(err["msg"], where=where, field=_name_criteria(loc, payload)) from exc
+        raise RubricError(error_message(err), where=where, field=_name_criteria(err["loc"], payload)) from exc
     _check_structure(rubric, where)
     _check_kinds(rubric, where)
     digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     return rubric.model_copy(update={"content_hash": digest})
 
 
-def _name_criteria(loc: str, payload: dict) -> str:
-    """Turn 'criteria.3.levels' into 'criteria.tiling.levels' so errors name the criterion."""
-    parts = loc.split(".")
-    if len(parts) > 1 and parts[0] == "criteria" and parts[1].isdigit():
-        idx = int(parts[1])
+def _name_criteria(loc: tuple, payload: dict) -> str:
+    """Turn ('criteria', 3, 'levels') into 'criteria.tiling.levels' so errors name the criterion."""
+    parts = list(loc)
+    if len(parts) > 1 and parts[0] == "criteria" and isinstance(parts[1], int):
         crits = payload.get("criteria", [])
+        idx = parts[1]
         if idx < len(crits) and isinstance(crits[idx], dict) and "id" in crits[idx]:
             parts[1] = str(crits[idx]["id"])
-    return ".".join(parts)
+    return field_path(parts)
 
 
 def load_rubric_file(path: Path) -> Rubric:
@@ -244,17 +247,41 @@ def load_rubric_file(path: Path) -> Rubric:
     return parse_rubric(text, where=path.name)
 
 
-def available_rubrics() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(RUBRICS_DIR.glob("*.toml"))}
+def rubric_dirs(dirs: tuple[Path, ...] | None = None) -> tuple[Path, ...]:
+    """`dirs` as given, or the configured search path (GRADER_RUBRIC_PATH, then the shipped rubrics)."""
+    if dirs is not None:
+        return dirs
+    from grader.settings import Settings  # lazy: settings are read when asked for, never at import
+
+    return Settings().rubric_dirs()
+
+
+def available_rubrics(dirs: tuple[Path, ...] | None = None) -> dict[str, Path]:
+    """Rubric id (file stem) -> file, over the search path; the first directory that has an id wins."""
+    found: dict[str, Path] = {}
+    for directory in rubric_dirs(dirs):
+        for path in sorted(directory.glob("*.toml")):
+            found.setdefault(path.stem, path)
+    return found
+
+
+def unknown_rubric(rubric_id: str, dirs: tuple[Path, ...] | None = None) -> RubricError:
+    dirs = rubric_dirs(dirs)
+    return RubricError(f"unknown rubric {rubric_id!r}; available: {sorted(available_rubrics(dirs))} "
+                       f"(searched {describe(dirs)})")
+
+
+def load_rubric(rubric_id: str = DEFAULT_RUBRIC, dirs: tuple[Path, ...] | None = None) -> Rubric:
+    """A rubric by id (file stem on the search path) or by path to a TOML file."""
+    path = Path(rubric_id)
+    if path.suffix == ".toml" and path.exists():
+        return _load_cached(path.resolve())
+    found = available_rubrics(dirs).get(rubric_id)
+    if found is None:
+        raise unknown_rubric(rubric_id, dirs)
+    return _load_cached(found.resolve())
 
 
 @cache
-def load_rubric(rubric_id: str = "nki-kernel-review") -> Rubric:
-    """A rubric by id (file stem in rubrics/) or by path."""
-    path = Path(rubric_id)
-    if path.suffix == ".toml" and path.exists():
-        return load_rubric_file(path)
-    found = available_rubrics().get(rubric_id)
-    if found is None:
-        raise RubricError(f"unknown rubric {rubric_id!r}; available: {sorted(available_rubrics())}")
-    return load_rubric_file(found)
+def _load_cached(path: Path) -> Rubric:
+    return load_rubric_file(path)

@@ -1,22 +1,55 @@
-"""Runtime settings from the environment (GRADER_*). Built in the app factory or CLI, never at import."""
+"""Runtime settings from the environment (GRADER_*). Built in the app factory or CLI, never at import.
+
+A bad value is a `ConfigError` naming the variable, the value and what is accepted, in one line.
+"""
 
 from __future__ import annotations
 
+import types
+import typing
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+import annotated_types
+from platformdirs import user_cache_dir
+from pydantic import Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evidence.sandbox.config import SandboxConfig, SandboxMode
+from evidence.validation import error_message
+from grader.errors import GraderError
+from grader.resources import search_path
 from grader.submission import Limits
 
 
+ENV_PREFIX = "GRADER_"
+
+
+class DrafterChoice(StrEnum):
+    auto = "auto"  # llm when a model is configured, rules otherwise
+    rules = "rules"
+    llm = "llm"
+
+
+class LLMMode(StrEnum):
+    """How instructor asks for structured output."""
+
+    tools = "tools"
+    json = "json"
+    md_json = "md_json"
+
+
+class ConfigError(GraderError):
+    """A setting (GRADER_* variable or option) has a value that is not accepted."""
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GRADER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # Drafting. With no model configured the deterministic rules drafter is used.
-    drafter: str = "auto"  # auto | rules | llm
+    drafter: DrafterChoice = DrafterChoice.auto
     model: str | None = None  # a litellm model string, e.g. "openai/gpt-4o-mini"
     api_base: str | None = None
     samples: int = Field(default=1, ge=1, le=16)
@@ -25,9 +58,9 @@ class Settings(BaseSettings):
     timeout_s: float = 60.0
     max_concurrency: int = Field(default=8, ge=1)
     budget_usd: float | None = None  # per draft
-    cache_dir: Path = Path(".grader-cache")
+    cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("nki-grader")))
     use_cache: bool = True
-    llm_mode: str = "tools"  # instructor mode: tools | json | md_json
+    llm_mode: LLMMode = LLMMode.tools
     api_key: str | None = None  # otherwise the provider's usual variable (OPENAI_API_KEY, ...)
     max_prompt_tokens: int = Field(default=6000, ge=500)
     # The one retry policy (grader/drafting/retry.py): transport retries, then validation re-asks.
@@ -69,6 +102,15 @@ class Settings(BaseSettings):
     # Calibration runs and audits (JSON files until the service's database store replaces them);
     # default: the user's data directory (platformdirs).
     data_dir: Path | None = None
+    # Directories searched before the shipped rubrics / prompt templates (os.pathsep-separated).
+    rubric_path: str | None = None
+    prompt_path: str | None = None
+
+    def rubric_dirs(self) -> tuple[Path, ...]:
+        return search_path("rubrics", self.rubric_path)
+
+    def prompt_dirs(self) -> tuple[Path, ...]:
+        return search_path("prompts", self.prompt_path)
 
     # Service (issue 12): storage, durable jobs, auth (the database defaults to SQLite in data_dir).
     database_url: str | None = None  # default: SQLite (WAL) in data_dir; postgresql+psycopg://... for teams
@@ -81,6 +123,45 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(default=30.0, ge=0)
 
     def resolved_drafter(self) -> str:
-        if self.drafter != "auto":
-            return self.drafter
+        choice = DrafterChoice(self.drafter)  # also when a job's overrides put a plain string here
+        if choice is not DrafterChoice.auto:
+            return choice.value
         return "llm" if self.model else "rules"
+
+    @classmethod
+    def load(cls, **overrides: object) -> Settings:
+        """Settings from the environment and `overrides`; a bad value is one `ConfigError` line."""
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise config_error(exc, cls) from exc
+
+
+def accepted_values(info: FieldInfo) -> str:
+    """What a setting accepts, in words: 'one of auto, rules, llm', 'an integer from 1 to 16', ..."""
+    kind = info.annotation
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        kind = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
+    bounds = {type(m).__name__: getattr(m, type(m).__name__.lower()) for m in info.metadata
+              if isinstance(m, (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt))}
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return "one of " + ", ".join(str(m.value) for m in kind)
+    if typing.get_origin(kind) is Literal:
+        return "one of " + ", ".join(str(v) for v in typing.get_args(kind))
+    if kind is bool:
+        return "true or false (1/0, yes/no)"
+    noun = {int: "an integer", float: "a number", Path: "a directory path", str: "text"}.get(kind, "a valid value")  # type: ignore[call-overload]
+    if "Ge" in bounds and "Le" in bounds:
+        return f"{noun} from {bounds['Ge']} to {bounds['Le']}"
+    limits = [f"{op} {bounds[name]}" for name, op in (("Ge", ">="), ("Gt", ">"), ("Le", "<="), ("Lt", "<")) if name in bounds]
+    return " ".join([noun, *limits[:1]]) + "".join(f" and {x}" for x in limits[1:])
+
+
+def config_error(exc: ValidationError, model: type[BaseSettings] = Settings) -> ConfigError:
+    err = exc.errors()[0]
+    name = str(err["loc"][0]) if err.get("loc") else ""
+    info = model.model_fields.get(name)
+    variable = ENV_PREFIX + name.upper()
+    if info is None:
+        return ConfigError(f"{variable}: {error_message(err)}")
+    return ConfigError(f"{variable}={err.get('input')!r} is not accepted: expected {accepted_values(info)}")

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from evidence.paths import UnsafePath, resolve_inside
 from evidence.submission import Manifest, Submission
+from evidence.validation import first_error
 from grader.errors import SubmissionError, SubmissionTooLarge
 
 MANIFEST = "submission.toml"
@@ -34,30 +35,12 @@ class Limits:
         return cls(settings.max_file_bytes, settings.max_submission_bytes, settings.max_files)
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _pydantic_message(err: dict[str, Any]) -> str:
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind == "missing":
-        return "missing required key"
-    if kind == "value_error" and "error" in err.get("ctx", {}):
-        return str(err["ctx"]["error"])  # our own validators' message, without pydantic's prefix
-    return err["msg"]
-
-
 def parse_manifest(data: dict[str, Any], where: str = MANIFEST) -> Manifest:
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise SubmissionError(_pydantic_message(err), where=where, field=_field_path(err["loc"])) from exc
+        field, message = first_error(exc)
+        raise SubmissionError(message, where=where, field=field) from exc
     return manifest
 
 

@@ -35,6 +35,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evidence.validation import one_line
+
 Metric = Literal["latency_us", "speedup", "tflops", "gbps"]
 
 
@@ -88,9 +90,7 @@ def parse_claims(text: str, file: str) -> ClaimsFile:
     except tomllib.TOMLDecodeError as exc:
         raise ClaimsFormatError(f"{file}: invalid TOML: {exc}") from exc
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ClaimsFormatError(f"{file}: {where}: {err['msg']}") from exc
+        raise ClaimsFormatError(one_line(exc, file)) from exc
 
 
 @dataclass(frozen=True)

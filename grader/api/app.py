@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from evidence.validation import one_line
 from grader.api import admin, audits, calibration, evaluations, ops, routes
 from grader.api.metrics import build_registry
 from grader.api.middleware import RequestContext
@@ -67,10 +68,7 @@ class _TooLarge(Exception):
 
 def _one_line_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    where = ".".join(str(p) for p in first.get("loc", ()))
-    message = " ".join(f"{where}: {first.get('msg')}".split())
-    return JSONResponse({"detail": message, "errors": jsonable(errors)}, status_code=422)
+    return JSONResponse({"detail": one_line(errors), "errors": jsonable(errors)}, status_code=422)
 
 
 def jsonable(errors: list) -> list:

@@ -8,6 +8,10 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from grader.api.auth import public
+from grader.errors import GraderError
+from grader.prompting import load_templates
+from grader.rubric import load_rubric
+from grader.settings import Settings
 from grader.store import migrate
 
 router = APIRouter(tags=["operations"], dependencies=[Depends(public)])
@@ -41,7 +45,17 @@ def sandbox_status(settings) -> Check:  # type: ignore[no-untyped-def]
     return Check(ok=bool(st.available), detail=f"{st.mode.value}: {st.detail}"[:300])
 
 
-def _readiness(store, settings) -> Readiness:  # type: ignore[no-untyped-def]
+def grading_resources(settings: Settings) -> Check:
+    """The default rubric and the prompt templates load: without them every evaluation fails."""
+    try:
+        rubric = load_rubric(settings.rubric, settings.rubric_dirs())
+        load_templates(settings.prompt_dirs())
+    except GraderError as exc:
+        return Check(ok=False, detail=exc.one_line())
+    return Check(ok=True, detail=f"rubric {rubric.id}@{rubric.version}; prompt templates loaded")
+
+
+def _readiness(store, settings: Settings) -> Readiness:  # type: ignore[no-untyped-def]
     checks: dict[str, Check] = {}
     try:
         store.ping()
@@ -50,6 +64,7 @@ def _readiness(store, settings) -> Readiness:  # type: ignore[no-untyped-def]
         checks["migrations"] = Check(ok=current == head, detail=f"at {current or 'none'}, head {head}")
     except Exception as exc:  # noqa: BLE001 - readiness reports any database failure as not ready
         checks["database"] = Check(ok=False, detail=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+    checks["rubric_and_prompts"] = grading_resources(settings)
     ok = all(c.ok for c in checks.values()) and "migrations" in checks
     checks["sandbox"] = sandbox_status(settings)
     return Readiness(status="ready" if ok else "not_ready", checks=checks)
@@ -57,7 +72,7 @@ def _readiness(store, settings) -> Readiness:  # type: ignore[no-untyped-def]
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 async def readyz(request: Request, response: Response) -> Readiness:
-    """Readiness: the database answers, its schema is current, and the sandbox status."""
+    checks["rubric_and_prompts"] = grading_resources(settings)
     result = await run_in_threadpool(_readiness, request.app.state.store, request.app.state.settings)
     if result.status != "ready":
         response.status_code = 503

@@ -35,9 +35,9 @@ from grader.drafting.retry import NO_PROVIDER_RETRIES, RetryPolicy, is_transient
 from grader.drafting.rules import INSUFFICIENT
 from grader.drafting.sampling import SampleResult, reduce_samples, to_citations
 from grader.errors import GraderError
-from grader.prompting import PackedPrompt, litellm_counter, messages_hash, pack_criterion
+from grader.prompting import PackedPrompt, litellm_counter, load_templates, messages_hash, pack_criterion
 from grader.rubric import Criterion, Rubric
-from grader.settings import Settings
+from grader.settings import LLMMode, Settings
 
 LLM_DRAFTER_VERSION = "1.0.0"
 RAW_TEXT_LIMIT = 20_000  # characters of a raw reply kept in the record
@@ -179,8 +179,9 @@ class LLMDrafter:
         self.seed = settings.seed
         self.max_concurrency = settings.max_concurrency
         self.max_prompt_tokens = settings.max_prompt_tokens
-        self.mode_name = settings.llm_mode.lower()
+        self.mode_name = LLMMode(settings.llm_mode).value
         self.cache = SampleCache(settings.cache_dir, settings.use_cache)
+        self.templates = load_templates(settings.prompt_dirs())
         self.endpoint = {k: v for k, v in (("api_base", settings.api_base), ("api_key", settings.api_key)) if v}
         self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
@@ -235,7 +236,7 @@ class LLMDrafter:
                                   citations=tuple(Citation(evidence_id=f.id) for f in bundle.failures)), [], None
         packed = await asyncio.to_thread(
             pack_criterion, criterion, rubric, submission, bundle,
-            max_tokens=self.max_prompt_tokens, counter=counter,
+            max_tokens=self.max_prompt_tokens, counter=counter, templates=self.templates,
         )
         ctx = VerdictContext.build(criterion, bundle, submission.files)
         model_cls = verdict_model(criterion.id, criterion.scores)

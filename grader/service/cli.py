@@ -46,7 +46,7 @@ def _open(migrate_schema: bool, **overrides: object):  # type: ignore[no-untyped
     from grader.settings import Settings
     from grader.store import migrate
 
-    settings = service_settings(Settings(**{k: v for k, v in overrides.items() if v is not None}))
+    settings = service_settings(Settings.load(**{k: v for k, v in overrides.items() if v is not None}))
     store = open_store(settings)
     if migrate_schema:
         migrate.upgrade(store)

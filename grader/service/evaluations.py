@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from grader.draft import Draft
 from grader.evaluate import evaluate
 from grader.store.keys import Principal
-from grader.rubric import available_rubrics, load_rubric
+from grader.rubric import available_rubrics, load_rubric, unknown_rubric
 from grader.service import jobs, review
 from grader.consistency.epochs import calibration_epoch
 from grader.service.runs import run_store
@@ -50,8 +50,8 @@ def submit(store: Store, settings: Settings, principal: Principal, manifest: str
            idempotency_key: str | None = None) -> tuple[Evaluation, bool]:
     """Validate the upload (bad input raises a one-line SubmissionError), store it, queue a job."""
     rubric_id = options.rubric or settings.rubric
-    if rubric_id not in available_rubrics():  # uploads may name shipped rubrics only, never paths
-        raise Invalid(f"unknown rubric {rubric_id!r}; available: {sorted(available_rubrics())}", field="rubric")
+    if rubric_id not in available_rubrics(settings.rubric_dirs()):  # uploads name rubrics on the search path, never paths
+        raise Invalid(unknown_rubric(rubric_id, settings.rubric_dirs()).message, field="rubric")
     if job_settings(settings, {"drafter": options.drafter, "model": options.model}).resolved_drafter() == "llm" \
             and not (options.model or settings.model):
         raise Invalid("the llm drafter needs a model: pass `model` or set GRADER_MODEL on the server", field="model")
@@ -74,7 +74,7 @@ def run_evaluation_job(store: Store, settings: Settings, job: Job):  # type: ign
     if submission is None:
         raise NotFound(f"submission {job.submission_id} of job {job.id} is missing")
     settings = job_settings(settings, job.params)
-    rubric = load_rubric(job.params["rubric"])
+    rubric = load_rubric(job.params["rubric"], settings.rubric_dirs())
     draft = evaluate(submission, rubric=rubric, settings=settings, store=run_store(store, settings))
     text, epoch = draft.model_dump_json(), calibration_epoch(rubric, settings).hash
 

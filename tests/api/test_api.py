@@ -77,7 +77,7 @@ def test_manifest_as_json_object_is_accepted(client):
         (lambda b: b["files"].pop("kernel.py"), 422, "submission.toml: kernel.file: file 'kernel.py' not found"),
         (lambda b: b["files"].update({"kernel.py": "def (:\n"}), 422, "kernel.py:1: Python syntax error"),
         (lambda b: b.update(rubric="../etc/passwd"), 422, "unknown rubric"),
-        (lambda b: b.pop("files"), 422, "body.files: Field required"),
+        (lambda b: b.pop("files"), 422, "body.files: missing required key"),
     ],
 )
 def test_bad_uploads_get_clear_4xx(client, mutate, status, detail):

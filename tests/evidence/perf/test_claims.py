@@ -73,5 +73,5 @@ def test_cpu_figures_labelled_measured_are_flagged():
 
 
 def test_malformed_claims_file_is_one_line():
-    with pytest.raises(ClaimsFormatError, match=r"^claims.toml: claim.0.metric: Input should be"):
+    with pytest.raises(ClaimsFormatError, match=r"^claims.toml: claim\[0\].metric: Input should be"):
         parse_claims('[[claim]]\nid = "c"\nmetric = "speed"\nvalue = 1\n', "claims.toml")

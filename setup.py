@@ -1,0 +1,18 @@
+"""Build hook: the shipped rubrics and prompt templates live in the repository's top-level `rubrics/`
+and `prompts/` folders; in a wheel they become package data under `grader/` (found at run time
+through importlib.resources, see grader/resources.py). Metadata stays in pyproject.toml."""
+
+from setuptools import find_packages, setup
+
+SHIPPED = {"grader.rubrics": "rubrics", "grader.prompts": "prompts"}
+
+setup(
+    packages=find_packages(include=["grader", "grader.*", "evidence", "evidence.*"]) + list(SHIPPED),
+    package_dir=SHIPPED,
+    package_data={
+        "grader.rubrics": ["*.toml"],
+        "grader.prompts": ["*.j2"],
+        # Templates, static assets and migration scripts that grader subpackages keep next to their code.
+        "grader": ["**/*.j2", "**/*.html", "**/*.css", "**/*.js", "**/*.ini", "**/*.mako", "**/*.json"],
+    },
+)
