@@ -65,7 +65,8 @@ def _version(value: bool) -> None:
         _fail(exc.one_line())
         return
     lines = [f"nki-grader {package_version()}", f"epoch {epoch.hash}"]
-    lines += [f"  {name:<13} {value}" for name, value in epoch.parts.items()]
+    width = max(map(len, epoch.parts))
+    lines += [f"  {name:<{width}}  {value}" for name, value in epoch.parts.items()]
     _emit("\n".join(lines), None)
     raise typer.Exit(0)
 

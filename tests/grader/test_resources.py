@@ -82,7 +82,7 @@ def test_version_prints_package_version_and_epoch_parts():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("nki-grader ") and lines[1].startswith("epoch sha256:")
+    assert lines[0].startswith("nki-grader ") and lines[1].startswith("epoch epoch:")
     parts = dict(line.split(None, 1) for line in lines[2:])
     assert {"grader", "rubric", "rubric_hash", "prompts", "simulator", "static_rules"} <= set(parts)
     assert parts["rubric"].startswith("nki-kernel-review@") and "sha256:" in parts["simulator"]
