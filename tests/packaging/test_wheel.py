@@ -100,6 +100,10 @@ def test_installed_package_carries_its_rubrics_and_prompts(installed, outside):
     where = _run([str(installed / "python"), "-c", "import grader.resources as r; print(r.shipped_dir('rubrics'))"],
                  cwd=work, env=env).stdout.strip()
     assert "site-packages" in where and not where.startswith(str(ROOT))
+    site = Path(where).parent.parent
+    data = [f.relative_to(ROOT) for pkg in ("grader", "evidence") for f in (ROOT / pkg).rglob("*")
+            if f.is_file() and f.suffix not in (".py", ".pyc", ".md")]
+    assert [d for d in data if not (site / d).is_file()] == []  # templates and tables next to the code ship too
     listed = _run([str(installed / "grader"), "rubric", "list"], cwd=work, env=env)
     assert "nki-kernel-review" in listed.stdout
     version = _run([str(installed / "grader"), "--version"], cwd=work, env=env).stdout
