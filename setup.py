@@ -2,12 +2,14 @@
 and `prompts/` folders; in a wheel they become package data under `grader/` (found at run time
 through importlib.resources, see grader/resources.py). Metadata stays in pyproject.toml."""
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 SHIPPED = {"grader.rubrics": "rubrics", "grader.prompts": "prompts"}
 
 setup(
-    packages=find_packages(include=["grader", "grader.*", "evidence", "evidence.*"]) + list(SHIPPED),
+    # Namespace packages too: a subpackage without __init__.py (evidence/sandbox) must not go missing.
+    packages=find_namespace_packages(include=["grader", "grader.*", "evidence", "evidence.*"], exclude=["*.__pycache__"])
+    + list(SHIPPED),
     package_dir=SHIPPED,
     package_data={
         "grader.rubrics": ["*.toml"],
