@@ -121,6 +121,8 @@ class DraftRecord(BaseModel):
     calls: tuple[dict[str, Any], ...] = ()  # per criterion and sample: messages hash, raw reply, usage, latency
     usage: dict[str, float] = Field(default_factory=dict)
     cost_usd: float | None = None
+    # Criteria left unscored because the model did not answer within the request timeout.
+    slow_criteria: tuple[str, ...] = ()
     sandbox: dict[str, str] = Field(default_factory=dict)  # how submitted code ran: mode, bwrap, import policy
 
 

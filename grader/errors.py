@@ -28,5 +28,9 @@ class SubmissionTooLarge(SubmissionError):
     """A file or the whole upload exceeds the configured size limits."""
 
 
+class ModelProviderError(GraderError):
+    """The model provider rejected the configuration (key, permission, model, request) or cannot be reached."""
+
+
 class RubricError(GraderError):
     """A rubric file is malformed or refers to unknown criteria or evidence kinds."""

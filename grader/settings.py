@@ -55,9 +55,13 @@ class Settings(BaseSettings):
     samples: int = Field(default=1, ge=1, le=16)
     temperature: float = 0.0
     seed: int = 7
-    timeout_s: float = 60.0
+    timeout_s: float = Field(default=60.0, gt=0)  # one model request, not counting the wait for a client-side slot
+    # Requests in flight at most; the client starts at one and adapts to the server (grader.drafting.concurrency).
     max_concurrency: int = Field(default=8, ge=1)
-    budget_usd: float | None = None  # per draft
+    llm_queue_delay_s: float = Field(default=1.0, ge=0)  # extra latency that counts as queueing on the server
+    budget_usd: float | None = Field(default=2.0, gt=0)  # USD per evaluation (priced calls only)
+    # Models the HTTP API accepts in a request's `model` (comma-separated); GRADER_MODEL is always allowed.
+    allowed_models: str = ""
     cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("nki-grader")))
     use_cache: bool = True
     llm_mode: LLMMode = LLMMode.tools
@@ -121,6 +125,10 @@ class Settings(BaseSettings):
     queue_max: int = Field(default=1000, ge=1)
     max_wait_s: float = Field(default=60.0, ge=0)
     shutdown_grace_s: float = Field(default=30.0, ge=0)
+
+    def model_allow_list(self) -> list[str]:
+        names = [m.strip() for m in self.allowed_models.split(",") if m.strip()]
+        return sorted({*names, *([self.model] if self.model else [])})
 
     def resolved_drafter(self) -> str:
         choice = DrafterChoice(self.drafter)  # also when a job's overrides put a plain string here

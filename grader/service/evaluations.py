@@ -52,6 +52,10 @@ def submit(store: Store, settings: Settings, principal: Principal, manifest: str
     rubric_id = options.rubric or settings.rubric
     if rubric_id not in available_rubrics(settings.rubric_dirs()):  # uploads name rubrics on the search path, never paths
         raise Invalid(unknown_rubric(rubric_id, settings.rubric_dirs()).message, field="rubric")
+    allowed = settings.model_allow_list()
+    if options.model and options.model not in allowed:  # a caller never picks what the server pays for
+        raise Invalid(f"model {options.model!r} is not allowed on this server; allowed: {allowed} "
+                      "(the operator sets GRADER_ALLOWED_MODELS)", field="model")
     if job_settings(settings, {"drafter": options.drafter, "model": options.model}).resolved_drafter() == "llm" \
             and not (options.model or settings.model):
         raise Invalid("the llm drafter needs a model: pass `model` or set GRADER_MODEL on the server", field="model")

@@ -4,12 +4,15 @@ litellm is pointed at it through `api_base` with a model string "openai/<name>",
 litellm and instructor code paths (HTTP, tool-call parsing, re-asks) run without any network.
 
 A test scripts replies in order with `server.script(...)`; once the script is used up, the
-`default` responder (if any) answers. Every request is recorded (`server.requests`) with its body
+`default` responder (if any) answers. `slots=1, delay_s=D` makes it a slow local server: one request
+is processed at a time, for D seconds, while the others queue (llama.cpp's server with one slot);
+a request the client gave up on keeps its slot until done, as on a server that does not cancel. Every request is recorded (`server.requests`) with its body
 and arrival time, and the server tracks how many requests were in flight at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -65,9 +68,11 @@ class _Handler(BaseHTTPRequestHandler):
             owner._in_flight += 1
             owner.max_in_flight = max(owner.max_in_flight, owner._in_flight)
         try:
-            if reply.delay_s and owner._stopping.wait(reply.delay_s):
-                return
-            self._send(reply, body)
+            with owner._slots:
+                delay = reply.delay_s + owner.delay_s
+                if delay and owner._stopping.wait(delay):
+                    return
+                self._send(reply, body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (e.g. its timeout fired): that is the scripted behaviour
         finally:
@@ -118,8 +123,10 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """Start with `start()` (or as a context manager); `base_url` is what litellm's api_base takes."""
 
-    def __init__(self, default: Responder | None = None) -> None:
+    def __init__(self, default: Responder | None = None, *, slots: int | None = None, delay_s: float = 0.0) -> None:
         self.default = default
+        self.delay_s = delay_s  # added to every reply's own delay
+        self._slots: threading.Semaphore | contextlib.nullcontext = threading.Semaphore(slots) if slots else contextlib.nullcontext()
         self.requests: list[dict[str, Any]] = []
         self.max_in_flight = 0
         self._in_flight = 0

@@ -55,3 +55,10 @@ def test_cache_dir_defaults_to_the_user_cache_dir_not_the_working_directory(monk
     monkeypatch.delenv("GRADER_CACHE_DIR", raising=False)
     cache = Settings().cache_dir
     assert cache.is_absolute() and cache == Path(user_cache_dir("nki-grader"))
+
+
+def test_a_default_spending_limit_applies_per_evaluation(monkeypatch):
+    monkeypatch.delenv("GRADER_BUDGET_USD", raising=False)
+    assert Settings().budget_usd == 2.0
+    assert Settings(model="openai/a", allowed_models="openai/b, openai/c").model_allow_list() == [
+        "openai/a", "openai/b", "openai/c"]

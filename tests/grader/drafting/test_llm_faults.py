@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from grader.draft import Draft
 from grader.drafting.llm import LLMDrafter
+from grader.errors import ModelProviderError
 from tests.fakes import llm_case as case
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, tool_reply, verdict
 
@@ -155,11 +158,10 @@ def test_repeated_server_errors_end_unscored_after_the_bounded_attempts(server, 
     _all_recorded(draft, server)
 
 
-def test_client_error_is_not_retried(server, make_settings) -> None:
+def test_client_error_is_not_retried_and_stops_the_draft(server, make_settings) -> None:
     server.script(Reply(status=400, error="bad request: unknown parameter"), verdict(2, case.SIM_ID))
-    draft = _draft(make_settings())
-    crit = draft.criterion("kernel_correctness")
-    assert crit.status == "unscored" and "BadRequestError" in crit.reason
+    with pytest.raises(ModelProviderError, match=r"rejected the request \(BadRequestError 400\).*unknown parameter"):
+        _draft(make_settings())
     assert len(server.requests) == 1
 
 
