@@ -72,7 +72,7 @@ def _readiness(store, settings: Settings) -> Readiness:  # type: ignore[no-untyp
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 async def readyz(request: Request, response: Response) -> Readiness:
-    checks["rubric_and_prompts"] = grading_resources(settings)
+    """Readiness: the database answers, its schema is current, the rubric and prompts load; the sandbox status."""
     result = await run_in_threadpool(_readiness, request.app.state.store, request.app.state.settings)
     if result.status != "ready":
         response.status_code = 503
