@@ -17,7 +17,7 @@ from tests.service.conftest import upload
 def test_readyz_reports_database_migrations_and_sandbox(client):
     r = client.get("/readyz")
     assert r.status_code == 200 and r.json()["status"] == "ready"
-    assert set(r.json()["checks"]) == {"database", "migrations", "sandbox"}
+    assert set(r.json()["checks"]) == {"database", "migrations", "sandbox", "rubric_and_prompts"}
     assert client.get("/healthz").json() == {"status": "ok"}
 
 
