@@ -7,7 +7,9 @@ row (fp32 arithmetic: rtol 1e-5 unless the op is an approximation or accumulates
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -75,8 +77,12 @@ BINARY_REF = {
     "logical_and": (np.logical_and, INTS % 2, INTS2 % 2), "logical_or": (np.logical_or, INTS % 2, INTS2 % 2),
     "logical_xor": (np.logical_xor, INTS % 2, INTS2 % 2),
 }
-REDUCE_REF = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "prod": np.prod, "var": np.var,
-              "all": lambda a, axis, keepdims: np.all(a > -10, axis=axis, keepdims=keepdims)}
+REDUCE_REF = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "var": np.var}
+# A product of 64 factors in [-1, 1] is ~1e-20, which an all-zero result matches within any atol:
+# factors near 1 keep it of order 1. `all` needs rows that are true and rows that are not.
+NEAR_ONE = RNG.uniform(0.9, 1.1, (P, F)).astype(np.float32)
+MOSTLY_ONES = np.ones((P, F), np.float32)
+MOSTLY_ONES[::2, RNG.integers(0, F, P // 2)] = 0.0  # every even row has a zero
 
 
 def _bn_ref(x):
@@ -183,6 +189,8 @@ for _n, _f in REDUCE_REF.items():
     ROWS[_n] = (lambda t, _n=_n: getattr(nl, _n)(t, axis=[1], keepdims=True), (SMALL,),
                 lambda a, _f=_f: _f(a, axis=1, keepdims=True), 1e-4, 1e-6)
 ROWS.update({
+    "prod": (lambda t: nl.prod(t, axis=[1], keepdims=True), (NEAR_ONE,), lambda a: a.prod(axis=1, keepdims=True), 1e-4, 0),
+    "all": (lambda t: nl.all(t, axis=[1], keepdims=True), (MOSTLY_ONES,), lambda a: a.all(axis=1, keepdims=True), 0, 0),
     "load": (lambda t: t, (X,), lambda a: a, 0, 0),
     "store": (lambda t: nl.multiply(t, 1.0), (X,), lambda a: a, 0, 0),
     "copy": (lambda t: nl.copy(t, dtype=nl.float32), (X,), lambda a: a, 0, 0),
@@ -351,19 +359,58 @@ ROWS.update({
 })
 
 
-# ops exercised by another row (name -> row that covers it)
+# Ops exercised elsewhere: name -> a row of this table, or "module.py::test_name" in this folder.
 COVERED_BY = {"zeros": "full_like", "ones": "full_like", "zeros_like": "full_like", "ones_like": "full_like",
               "full": "loop_reduce", "ndarray": "nisa.dma_copy", "shared_identity_matrix": "shared_constant",
-              "nisa.activation": "nisa.activation", "empty_like": "test_simulate", "rand": "test_simulate",
-              "random_seed": "test_simulate", "device_print": "test_simulate", "load_transpose2d": "test_simulate",
-              "atomic_rmw": "test_simulate", "assign": "test_simulate", "iadd": "test_simulate",
-              "inplace": "test_simulate", "reshape": "test_simulate", "view": "test_simulate",
-              "nisa.dma_transpose": "nisa.dma_transpose"}
+              "empty_like": "test_simulate.py::test_views_indirect_indexing_atomics_and_helpers",
+              "rand": "test_simulate.py::test_views_indirect_indexing_atomics_and_helpers",
+              "random_seed": "test_simulate.py::test_views_indirect_indexing_atomics_and_helpers",
+              "device_print": "test_simulate.py::test_views_indirect_indexing_atomics_and_helpers",
+              "load_transpose2d": "test_simulate.py::test_views_indirect_indexing_atomics_and_helpers",
+              "atomic_rmw": "test_simulate.py::test_views_indirect_indexing_atomics_and_helpers",
+              "assign": "test_simulate.py::test_block_dimensions_partition_leading_broadcast_and_psum_accumulation",
+              "iadd": "test_simulate.py::test_block_dimensions_partition_leading_broadcast_and_psum_accumulation",
+              "inplace": "test_simulate.py::test_block_dimensions_partition_leading_broadcast_and_psum_accumulation",
+              "reshape": "test_simulate.py::test_finfo_reshape_keyword_and_numpy_integer_indices",
+              "view": "test_simulate.py::test_view_reinterprets_bits"}
+# Ops that kernels reach through Python syntax, not by name: what their test's source must contain.
+SYNTAX = {"assign": "] = ", "iadd": "+=", "inplace": "*="}
+# Rows whose reference is a constant by design: a constant implementation is the right one there.
+CONSTANT_BY_DESIGN = {"nisa.memset", "full_like", "dropout"}
 
 
 def test_every_op_has_a_differential_row():
     missing = sorted(set(OPS) - set(ROWS) - set(COVERED_BY))  # extra rows test op variants
     assert not missing, f"ops without a differential test row: {missing}"
+
+
+def test_covered_by_names_real_rows_and_tests():
+    here = Path(__file__).parent
+    wrong = []
+    for op, where in COVERED_BY.items():
+        if op in ROWS:
+            wrong.append(f"{op}: has its own row")
+        elif "::" in where:
+            module, test = where.split("::")
+            source = (here / module).read_text()
+            found = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == test]
+            if not found:
+                wrong.append(f"{op}: {where} does not exist")
+            elif SYNTAX.get(op, op.split(".")[-1]) not in (ast.get_source_segment(source, found[0]) or ""):
+                wrong.append(f"{op}: {where} never uses it")
+        elif where not in ROWS:
+            wrong.append(f"{op}: no row {where!r}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("name", sorted(set(ROWS) - CONSTANT_BY_DESIGN))
+def test_row_would_catch_a_zero_or_constant_implementation(name):
+    """The row's inputs and tolerance reject an output of all zeros and an output of one constant."""
+    _, inputs, ref, rtol, atol = ROWS[name]
+    expected = np.asarray(ref(*[np.asarray(i, dtype=np.float64) if i.dtype.kind == "f" else i for i in inputs]),
+                          dtype=np.float64)
+    for fake in (np.zeros_like(expected), np.full_like(expected, np.median(expected))):
+        assert not np.allclose(fake, expected, rtol=rtol, atol=atol), f"{name}: a constant {fake.flat[0]} passes"
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
