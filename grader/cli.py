@@ -161,6 +161,7 @@ def rubric_show(
     fmt: Format = typer.Option(Format.md, "--format"),
 ) -> None:
     """Show a rubric: criteria, levels, evidence kinds and evidence rules."""
+    from grader.reports.rubric import render_rubric
     from grader.rubric import load_rubric
 
     try:
@@ -171,17 +172,7 @@ def rubric_show(
     if fmt is Format.json:
         _emit(r.model_dump_json(indent=2), None)
         return
-    lines = [f"# {r.title} ({r.id} {r.version})", "", r.description.strip(), "", f"hash: {r.content_hash}"]
-    for c in r.criteria:
-        lines += ["", f"## {c.id} — {c.title}", "", c.description.strip(), "",
-                  f"applies when: {c.applies_when}; basis: {', '.join(c.basis) or '-'}; start: {c.start}",
-                  f"evidence kinds: {', '.join(c.evidence_kinds)}", ""]
-        lines += [f"- **{lv.score}**: {lv.descriptor}" for lv in sorted(c.levels, key=lambda lv: lv.score)]
-        for rule in c.rules:
-            effect = (f"cap {rule.cap}" if rule.cap is not None else f"floor {rule.floor}" if rule.floor is not None
-                      else f"-{rule.penalty}" + (" per item" if rule.per_item else ""))
-            lines.append(f"- rule `{rule.id}` ({effect}): {rule.description}")
-    _emit("\n".join(lines), None)
+    _emit(render_rubric(r), None)
 
 
 @app.command()

@@ -142,13 +142,7 @@ def render_item(item: EvidenceItem | AnalyzerFailure) -> dict[str, Any]:
 
 
 def describe_rule(rule: EvidenceRule) -> str:
-    if rule.cap is not None:
-        effect = f"score at most {rule.cap}"
-    elif rule.floor is not None:
-        effect = f"score at least {rule.floor}"
-    else:
-        effect = f"lower the score by {rule.penalty}"
-    return f"{rule.description} (kind {rule.when.kind}) -> {effect}"
+    return f"{rule.description} (kind {rule.when.kind}) -> {rule.effect}"
 
 
 def numbered(lines: list[str], start: int, end: int) -> str:

@@ -78,6 +78,16 @@ class EvidenceRule(BaseModel):
             raise ValueError(f"rule {self.id!r} needs exactly one of cap, floor, penalty, support")
         return self
 
+    @property
+    def effect(self) -> str:
+        """What the rule does to the score, in words: the one wording the CLI, prompts, drafter and guards use."""
+        if self.cap is not None:
+            return f"score at most {self.cap}"
+        if self.floor is not None:
+            return f"score at least {self.floor}"
+        per = " per matching item" + (f", at most {self.max_penalty} in all" if self.max_penalty else "") if self.per_item else ""
+        return f"score lowered by {self.penalty}{per}"
+
 
 class Gates(BaseModel):
     """Release gates of a calibration run (judging practice §6); a criterion may override any of them."""

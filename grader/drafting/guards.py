@@ -26,10 +26,9 @@ def evidence_flags(criterion: Criterion, bundle: EvidenceBundle, score: int) -> 
     flags = []
     for hit in outcome.binding(score):
         ids = [i.id for i in hit.items]
-        bound = f"cap {hit.rule.cap}" if hit.rule.cap is not None and score > hit.rule.cap else f"floor {hit.rule.floor}"
         flags.append(Flag(
             code="contradicts_evidence",
-            message=(f"score {score} breaks the {bound} of rule {hit.rule.id!r} ({hit.rule.description}); "
+            message=(f"score {score} breaks rule {hit.rule.id!r} ({hit.rule.effect}: {hit.rule.description}); "
                      f"evidence: {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}. Kept as drafted for a reviewer."),
             evidence_id=ids[0],
         ))

@@ -45,10 +45,8 @@ def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tupl
         if hit.penalty:
             score -= hit.penalty
             steps.append(f"-{hit.penalty}: {hit.rule.description} [{ids}].")
-        elif hit.rule.floor is not None:
-            steps.append(f"Floor {hit.rule.floor}: {hit.rule.description} [{ids}].")
-        elif hit.rule.cap is not None:
-            steps.append(f"Cap {hit.rule.cap}: {hit.rule.description} [{ids}].")
+        else:
+            steps.append(f"{hit.rule.effect.capitalize()}: {hit.rule.description} [{ids}].")
     if outcome.penalty:
         score = max(score, min(criterion.penalty_floor, criterion.start))
     if outcome.floor is not None:

@@ -121,3 +121,19 @@ def test_api_lists_rubrics_of_the_configured_path(tmp_path):
     assert client.get("/v1/rubrics/quick-review", headers=auth).json()["criteria"][0]["id"] == "works"
     missing = client.get("/v1/rubrics/nope", headers=auth)
     assert missing.status_code == 404 and str(USER_RUBRICS) in missing.json()["detail"]
+
+
+def test_rule_effects_are_worded_once_for_cli_prompts_drafter_and_guards():
+    from grader.drafting.guards import evidence_flags
+    from grader.prompting import describe_rule
+    from grader.reports.rubric import render_rubric
+    from tests.fakes import llm_case as case
+
+    rubric = case.rubric()
+    rule = rubric.criterion("kernel_correctness").rules[0]
+    assert rule.effect == "score at most 2"
+    assert f"({rule.effect}): {rule.description}" in render_rubric(rubric)
+    assert describe_rule(rule).endswith(f"-> {rule.effect}")
+    (flag,) = [f for f in evidence_flags(rubric.criterion("kernel_correctness"), case.bundle(), 4)
+               if rule.id in f.message]
+    assert f"({rule.effect}: {rule.description})" in flag.message

@@ -63,7 +63,7 @@ def test_mismatch_caps_correctness_at_2_and_cites_it():
     c = draft(bundle(bad, KERNEL_FACT)).criterion("kernel_correctness")
     assert c.score == 2
     assert "sim.output:0" in {x.evidence_id for x in c.citations}
-    assert "Cap 2" in c.rationale
+    assert "Score at most 2: " in c.rationale
 
 
 def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():

@@ -50,8 +50,8 @@ def test_floor_violations_are_flagged_too() -> None:
     crit = rubric.criterion("kernel_correctness")
     floored = crit.model_copy(update={"rules": (*crit.rules, crit.rules[0].model_copy(update={"id": "floor-3", "cap": None, "floor": 3}))})
     flags = evidence_flags(floored, case.bundle(), 1)
-    assert [f.code for f in flags] == ["contradicts_evidence"] and "floor 3" in flags[0].message
-    assert evidence_flags(floored, case.bundle(), 3)[0].message.count("cap 2") == 1  # 3 > cap 2 of the mismatch rule
+    assert [f.code for f in flags] == ["contradicts_evidence"] and "score at least 3" in flags[0].message
+    assert evidence_flags(floored, case.bundle(), 3)[0].message.count("score at most 2") == 1  # 3 > cap 2 of the mismatch rule
 
 
 def test_demanded_level_maps_foreign_scales() -> None:
