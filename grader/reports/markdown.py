@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
 from evidence.model import EvidenceBundle, EvidenceItem
-from grader.draft import CriterionDraft, Draft
+from grader.draft import Citation, CriterionDraft, Draft
 from grader.rubric import Rubric
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def _where(item: EvidenceItem) -> str:
@@ -25,48 +32,42 @@ def _calibration_text(c: CriterionDraft) -> str:
     return text + (", full review" if check.needs_full_review else "")
 
 
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.get_template("draft.md.j2")
+
+
+def _citation(cit: Citation, bundle: EvidenceBundle) -> dict[str, str]:
+    item = bundle.get(cit.evidence_id)
+    span = ""
+    if cit.file and cit.start_line:
+        span = f" {cit.file}:{cit.start_line}" + (f"-{cit.end_line}" if cit.end_line and cit.end_line != cit.start_line else "")
+    return {"id": cit.evidence_id, "span": span,
+            "title": getattr(item, "title", None) or getattr(item, "message", "(not in bundle)")}
+
+
 def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
+    """The draft as Markdown, through the Jinja2 template reports/templates/draft.md.j2."""
     titles = {c.id: c.title for c in rubric.criteria} if rubric else {}
     scale_max = rubric.scale_max if rubric else 5
     ev = draft.evidence
-    lines = [
-        f"# Draft evaluation: {draft.task_id}",
-        "",
-        f"- rubric: {draft.rubric.id} {draft.rubric.version} ({draft.rubric.hash[:19]})",
-        f"- drafter: {draft.drafter.name} {draft.drafter.version}" + (f", model {draft.drafter.model}" if draft.drafter.model else ""),
-        f"- submission: {draft.submission_hash[:19]}; evidence bundle {ev.bundle_hash[:19]} ({len(ev.items)} items, {len(ev.failures)} analyzer failures)",
-        "- status: DRAFT — not final until a reviewer signs off",
-        "",
-        "| criterion | score | confidence | flags | calibration |",
-        "|---|---|---|---|---|",
-    ]
-    for c in draft.criteria:
-        conf = f"{c.confidence:.2f}" if c.confidence is not None else "-"
-        flags = ", ".join(sorted({f.code for f in c.flags})) or "-"
-        lines.append(f"| {c.criterion_id} | {_score_text(c, scale_max)} | {conf} | {flags} | {_calibration_text(c)} |")
-    for c in draft.criteria:
-        lines += ["", f"## {titles.get(c.criterion_id, c.criterion_id)} — {_score_text(c, scale_max)}", ""]
-        if c.reason and c.status != "scored":
-            lines.append(f"Reason: {c.reason}")
-            lines.append("")
-        if c.rationale and c.rationale != c.reason:
-            lines.append(c.rationale)
-        if c.samples:
-            lines.append(f"\nSamples: {list(c.samples)} (dispersion {c.dispersion})")
-        for flag in c.flags:
-            lines.append(f"\n> **{flag.code}**: {flag.message}" + (f" [{flag.evidence_id}]" if flag.evidence_id else ""))
-        if c.consistency and c.consistency.needs_full_review:
-            lines.append("\n> **needs full human review**: " + "; ".join(c.consistency.reasons))
-        if c.citations:
-            lines.append("\nCited evidence:")
-            for cit in c.citations:
-                item = ev.get(cit.evidence_id)
-                title = getattr(item, "title", None) or getattr(item, "message", "(not in bundle)")
-                span = ""
-                if cit.file and cit.start_line:
-                    span = f" {cit.file}:{cit.start_line}" + (f"-{cit.end_line}" if cit.end_line and cit.end_line != cit.start_line else "")
-                lines.append(f"- `{cit.evidence_id}`{span} — {title}")
-    return "\n".join(lines) + "\n"
+    rows = [{"id": c.criterion_id, "score": _score_text(c, scale_max),
+             "confidence": f"{c.confidence:.2f}" if c.confidence is not None else "-",
+             "flags": ", ".join(sorted({f.code for f in c.flags})) or "-", "calibration": _calibration_text(c)}
+            for c in draft.criteria]
+    sections = [{
+        "title": titles.get(c.criterion_id, c.criterion_id), "score": _score_text(c, scale_max),
+        "reason": c.reason if c.reason and c.status != "scored" else "",
+        "rationale": c.rationale if c.rationale and c.rationale != c.reason else "",
+        "samples": f"{list(c.samples)} (dispersion {c.dispersion})" if c.samples else "",
+        "flags": c.flags,
+        "review": "; ".join(c.consistency.reasons) if c.consistency and c.consistency.needs_full_review else "",
+        "citations": [_citation(cit, ev) for cit in c.citations],
+    } for c in draft.criteria]
+    return _template().render(draft=draft, bundle_hash=ev.bundle_hash, n_items=len(ev.items),
+                              n_failures=len(ev.failures), rows=rows, sections=sections)
 
 
 def _timings(timings: dict[str, float]) -> str:
