@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evidence.nki.errors import EvidenceError
+from evidence.validation import one_line
 
 SPEC_DIR = Path(__file__).parent / "specs"
 TARGET_ALIASES = {"inf2": "trn1"}  # REFERENCE §0: inf2 behaves as trn1
@@ -134,6 +135,4 @@ def load_spec(target: str = "trn2", override: str | Path | dict | None = None) -
     try:
         return HardwareSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise SpecError("spec_invalid", f"{origin}: {where}: {err['msg']}") from exc
+        raise SpecError("spec_invalid", one_line(exc, origin)) from exc

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evidence.validation import one_line
 from grader.consistency.epochs import calibration_epoch, drafter_info
 from grader.consistency.compare import UNSCORED, CriterionAgreement, Outcome, compare
 from grader.consistency.executor import Executor, LocalExecutor
@@ -43,8 +44,7 @@ def check_gates(rubric: Rubric, overrides: dict[str, float] | None) -> None:
     try:
         Gates.model_validate({**rubric.gates.model_dump(), **(overrides or {})})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CalibrationError(f"{err['loc'][0]}: {err['msg']}", where="--gate") from exc
+        raise CalibrationError(one_line(exc), where="--gate") from exc
 
 
 def outcome_of(c: CriterionDraft) -> Outcome:
