@@ -37,7 +37,7 @@ def test_bad_audit_requests_are_refused_before_queueing(client, callers, store, 
         r = client.post("/v1/audits", json=body, headers=lead)
         assert r.status_code == 422 and r.json()["detail"].startswith(detail), r.text
     r = client.post("/v1/audits", json={"set": "mini-audit", "perturbations": ["shuffle"]}, headers=lead)
-    assert r.status_code == 422 and "perturbations.0" in r.json()["detail"]
+    assert r.status_code == 422 and "perturbations[0]" in r.json()["detail"]
     assert "'rename', 'reorder', 'comments' or 'injection'" in r.json()["detail"]
     with store.read() as session:
         assert not [e for e in audit_log.page(session, limit=1000) if e.action == "job.queued"]
