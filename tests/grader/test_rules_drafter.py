@@ -199,3 +199,17 @@ def test_impossible_claims_cap_benchmarking_at_1():
                       labels={"code": "exceeds_peak_flops"})
     assert draft(bundle(claim, gap), sub).criterion("benchmarking").score == 2
     assert draft(bundle(claim, gap, impossible), sub).criterion("benchmarking").score == 1
+
+
+def test_deprecated_dialect_use_caps_the_platform_score():
+    """Beta-dialect code for a task on SDK 2.29+ caps neuron_platform at 2; the standalone dialect's
+    deprecated loop iterators at 4; a clean kernel keeps the start."""
+    def platform(what):
+        dep = item(f"nki.deprecated-nki-api:{what}", "nki.deprecated-nki-api", "low", line=1, labels={"what": what})
+        c = draft(bundle(KERNEL_FACT, dep)).criterion("neuron_platform")
+        assert f"nki.deprecated-nki-api:{what}" in [x.evidence_id for x in c.citations]
+        return c.score
+
+    assert draft(bundle(KERNEL_FACT)).criterion("neuron_platform").score == 5
+    assert platform("beta_dialect") == 2
+    assert platform("range_iterator") == 4
