@@ -21,7 +21,7 @@ from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
-from evidence.static.positions import TRACKED, AstLines, child_fields
+from evidence.static.positions import TRACKED, AstLines, PositionError, children
 from evidence.static.scope import Scope, entry_scope
 from evidence.static.rulekit import matmul_operands
 from evidence.static.shapes import MATMUL_CALLS, Binding, Dtype, LoopVar, Tensor
@@ -132,7 +132,9 @@ class Engine(cst.CSTVisitor):
     def lines(self, node: cst.CSTNode) -> tuple[int, int]:
         if self.positions is None:  # exact mode: libcst's own positions
             pos = self.get_metadata(PositionProvider, node, None)
-            return (pos.start.line, pos.end.line) if pos is not None else self._open[-1]
+            if pos is None:
+                raise PositionError(f"libcst gave no position for a {type(node).__name__} node of the analysed module")
+            return pos.start.line, pos.end.line
         return self._pos.get(id(node)) or self._open[-1]
 
     @property
@@ -175,14 +177,8 @@ class Engine(cst.CSTVisitor):
         """Read-only pre-order walk in libcst's visiting order (libcst's own `visit` rebuilds every
         node on the way back up, which costs more than all the rules)."""
         if self.on_visit(node):
-            for name in child_fields(type(node)):
-                value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
-                    self.walk(value)
-                elif isinstance(value, (tuple, list)):
-                    for item in value:
-                        if isinstance(item, cst.CSTNode):
-                            self.walk(item)
+            for child in children(node):
+                self.walk(child)
         self.on_leave(node)
 
     def _emit(self, hook: str, obj: object) -> None:

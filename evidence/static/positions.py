@@ -12,6 +12,7 @@ counts disagree at the end of the walk, the caller redoes the analysis with Posi
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 import libcst as cst
 
@@ -48,28 +49,62 @@ class AstLines:
         return all(self.counts[c] == len(self.spans[c]) for c in TRACKED)
 
 
+class PositionError(RuntimeError):
+    """libcst handed back a node whose children or position cannot be placed: a bug or an
+    incompatible libcst release, never a property of the kernel. Raised, never papered over."""
+
+
+# Fields that hold only layout (whitespace, punctuation, operators): never walked.
 _SKIP_FIELD = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after", "comma", "equal", "semicolon",
                "colon", "header", "footer", "newline", "dot", "operator", "asynchronous", "arrow", "walrus")
-_FIELD_RE = None
-_ORDER: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_ORDER: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
 
 
-def child_fields(cls: type) -> tuple[str, ...]:
-    """Fields of a libcst node class that can hold child nodes, in libcst's own visiting order
-    (read once from its `_visit_and_replace_children`), minus whitespace and punctuation."""
-    order = _ORDER.get(cls)
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls)
+                      if not any(f.name.startswith(s) or f.name.endswith(s) for s in _SKIP_FIELD))
+        _FIELDS[cls] = names
+    return names
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's semantic children (layout fields left out) in source order.
+
+    The order comes from libcst's public `CSTNode.children` (documented as lexical order),
+    resolved once per node class and set of non-empty fields, since `children` itself rebuilds
+    the node. A child that `children` does not list raises `PositionError`.
+    """
+    present = []
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode) or (isinstance(value, (tuple, list)) and value
+                                              and isinstance(value[0], cst.CSTNode)):
+            present.append(name)
+    key = (type(node), tuple(present))
+    order = _ORDER.get(key)
     if order is None:
-        import dataclasses
-        import inspect
-        import re
+        order = _ORDER[key] = _lexical_order(node, present)
+    out: list[cst.CSTNode] = []
+    for name in order:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        else:
+            out.extend(value)
+    return out
 
-        try:
-            src = inspect.getsource(cls._visit_and_replace_children)  # type: ignore[attr-defined]
-            names = re.findall(r'visit_\w+\(\s*self,\s*"(\w+)"', src)
-        except (OSError, TypeError):
-            names = []
-        if not names:
-            names = [f.name for f in dataclasses.fields(cls)]
-        order = tuple(n for n in dict.fromkeys(names) if not any(n.startswith(s) or n.endswith(s) for s in _SKIP_FIELD))
-        _ORDER[cls] = order
-    return order
+
+def _lexical_order(node: cst.CSTNode, present: list[str]) -> tuple[str, ...]:
+    index = {id(child): i for i, child in enumerate(node.children)}
+    where: dict[str, int] = {}
+    for name in present:
+        value = getattr(node, name)
+        first = value if isinstance(value, cst.CSTNode) else value[0]
+        if id(first) not in index:
+            raise PositionError(f"libcst {type(node).__name__}.{name} is not among the node's children; "
+                                "cannot order its children (incompatible libcst?)")
+        where[name] = index[id(first)]
+    return tuple(sorted(present, key=where.__getitem__))

@@ -4,6 +4,7 @@ dialect gating, discovery."""
 from __future__ import annotations
 
 import libcst as cst
+import pytest
 
 import evidence.static.engine as engine_mod
 from evidence.model import Severity
@@ -131,6 +132,45 @@ def test_position_mismatch_falls_back_to_exact(monkeypatch):
     monkeypatch.setattr(positions.AstLines, "consistent", lambda self: False)
     result = analyze(SRC, inputs=engine_mod.bindings_from({"a": ((128, 512), "float32")}))
     assert {f.rule: f.start for f in result.findings}["device-print"] == 7
+
+
+DECORATED = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+@nki.jit(mode=nl.par_dim(1))
+def kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(out, value=nl.exp(x))
+    return out
+"""
+
+
+def test_call_lines_hold_where_libcst_ships_without_sources(monkeypatch):
+    """A deployment with byte-compiled libcst only (no .py sources): positions must not depend on
+    reading libcst's source. A decorator call comes before the body's calls in the source even though
+    FunctionDef declares `decorators` after `body`."""
+    import inspect
+
+    def no_source(obj):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    for exact in (False, True):
+        result = analyze(DECORATED, exact_positions=exact)
+        assert [(c.name, c.start) for c in result.functions[0].calls] == [
+            ("nl.ndarray", 6), ("nl.load", 7), ("nl.store", 8), ("nl.exp", 8)], exact
+
+
+def test_unplaceable_children_fail_loudly(monkeypatch):
+    """If libcst's public child listing stops matching its node fields, the analysis raises instead
+    of handing out wrong lines."""
+    from evidence.static import positions
+
+    monkeypatch.setattr(positions, "_ORDER", {})
+    monkeypatch.setattr(cst.CSTNode, "children", property(lambda self: []))
+    with pytest.raises(positions.PositionError, match=r"libcst Module\.body is not among the node's children"):
+        analyze(DECORATED)
 
 
 def test_kernels_wrapped_by_a_jit_call_are_kernels():
