@@ -1,12 +1,14 @@
-"""Line spans for libcst nodes without libcst's PositionProvider.
+"""Line spans for libcst nodes without libcst's PositionProvider, and the walk order.
 
 PositionProvider re-generates the whole file to measure it, which costs more than the parse and
 all rules together. CPython's `ast` already knows every line, so `AstLines` parses the source
 with `ast` (about 10x faster than libcst) and hands out, per node type, the spans in source
-order. The engine visits libcst nodes in pre-order, which for nodes of one type is the same
-source order (outer node first on ties), so the i-th libcst `Call` gets the i-th `ast.Call`'s
-span. Untracked node types take the span of their innermost tracked ancestor. If the per-type
-counts disagree at the end of the walk, the caller redoes the analysis with PositionProvider.
+order. The engine visits libcst nodes in pre-order via `children` (libcst's public, lexically
+ordered `CSTNode.children`), which for nodes of one type is the same source order (outer node
+first on ties), so the i-th libcst `Call` gets the i-th `ast.Call`'s span. Untracked node types
+take the span of their innermost tracked ancestor. If the per-type counts disagree at the end of
+the walk, the caller redoes the analysis with PositionProvider. Nothing here reads libcst
+internals; a node whose children cannot be placed raises `PositionError`.
 """
 
 from __future__ import annotations
@@ -57,17 +59,12 @@ class PositionError(RuntimeError):
 # Fields that hold only layout (whitespace, punctuation, operators): never walked.
 _SKIP_FIELD = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after", "comma", "equal", "semicolon",
                "colon", "header", "footer", "newline", "dot", "operator", "asynchronous", "arrow", "walrus")
-_FIELDS: dict[type, tuple[str, ...]] = {}
-_ORDER: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
+_FIELDS: dict[type, list[str]] = {}  # fields that may hold nodes; a field once seen holding a str etc. is dropped
+_ORDER: dict[tuple[type, tuple[str, ...]], tuple[int, ...]] = {}
 
 
-def _fields(cls: type) -> tuple[str, ...]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(cls)
-                      if not any(f.name.startswith(s) or f.name.endswith(s) for s in _SKIP_FIELD))
-        _FIELDS[cls] = names
-    return names
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if not any(f.name.startswith(s) or f.name.endswith(s) for s in _SKIP_FIELD)]
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -77,34 +74,45 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     resolved once per node class and set of non-empty fields, since `children` itself rebuilds
     the node. A child that `children` does not list raises `PositionError`.
     """
-    present = []
-    for name in _fields(type(node)):
+    cls = type(node)
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = _fields(cls)
+    if not fields:
+        return []
+    names: list[str] = []
+    values: list[object] = []
+    plain: list[str] = []
+    for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode) or (isinstance(value, (tuple, list)) and value
-                                              and isinstance(value[0], cst.CSTNode)):
-            present.append(name)
-    key = (type(node), tuple(present))
+        if isinstance(value, cst.CSTNode) or (isinstance(value, (tuple, list)) and value):
+            names.append(name)
+            values.append(value)
+        elif value is not None and not isinstance(value, (tuple, list)):
+            plain.append(name)  # a str/bool/... field (Name.value): never a child
+    for name in plain:
+        fields.remove(name)
+    key = (cls, tuple(names))
     order = _ORDER.get(key)
     if order is None:
-        order = _ORDER[key] = _lexical_order(node, present)
+        order = _ORDER[key] = _lexical_order(node, names, values)
     out: list[cst.CSTNode] = []
-    for name in order:
-        value = getattr(node, name)
+    for i in order:
+        value = values[i]
         if isinstance(value, cst.CSTNode):
             out.append(value)
         else:
-            out.extend(value)
+            out.extend(value)  # type: ignore[arg-type]
     return out
 
 
-def _lexical_order(node: cst.CSTNode, present: list[str]) -> tuple[str, ...]:
+def _lexical_order(node: cst.CSTNode, names: list[str], values: list[object]) -> tuple[int, ...]:
     index = {id(child): i for i, child in enumerate(node.children)}
-    where: dict[str, int] = {}
-    for name in present:
-        value = getattr(node, name)
-        first = value if isinstance(value, cst.CSTNode) else value[0]
+    where: list[int] = []
+    for name, value in zip(names, values):
+        first = value if isinstance(value, cst.CSTNode) else value[0]  # type: ignore[index]
         if id(first) not in index:
             raise PositionError(f"libcst {type(node).__name__}.{name} is not among the node's children; "
                                 "cannot order its children (incompatible libcst?)")
-        where[name] = index[id(first)]
-    return tuple(sorted(present, key=where.__getitem__))
+        where.append(index[id(first)])
+    return tuple(sorted(range(len(names)), key=where.__getitem__))
