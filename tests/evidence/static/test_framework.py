@@ -108,6 +108,7 @@ def test_syntax_error_names_file_and_line():
         raise AssertionError("expected StaticAnalysisError")
 
 
+@pytest.mark.slow  # both position paths over the whole corpus
 def test_fast_line_spans_match_libcst_positions_on_the_corpus():
     import sys
     from pathlib import Path
