@@ -15,7 +15,7 @@ from grader.consistency.report import CalibrationReport, ReviewerReport
 from grader.consistency.reviews import ReviewerScore
 from grader.service.errors import Conflict, Forbidden, Invalid, NotFound
 from grader.service.evaluations import job_settings
-from grader.service.run_jobs import RunJobs, RunJobView, RunRequest, checked_rubric, pick_set, sets_under
+from grader.service.run_jobs import EVALS, RunJobs, RunJobView, RunRequest, checked_rubric, pick_set, sets_under
 from grader.settings import Settings
 from grader.store import audit_log
 from grader.store.db import Store
@@ -24,7 +24,7 @@ from grader.store.models import ApiKey, CalibrationRun, Job, ReviewerScoreRow
 from grader.store.runs import SqlRunStore
 
 KIND = "calibration"
-SETS_ROOT = Path(__file__).resolve().parents[2] / "evals" / "calibration"
+SETS_ROOT = EVALS / "calibration"
 REVIEWER_RESAMPLES = 200
 
 

@@ -45,6 +45,16 @@ def job_settings(base: Settings, params: dict[str, Any]) -> Settings:
     return base.model_copy(update=overrides)
 
 
+def check_model(settings: Settings, drafter: str | None, model: str | None) -> None:
+    """Refused before queueing: a model off the server's allow-list, or the llm drafter with no model."""
+    allowed = settings.model_allow_list()
+    if model and model not in allowed:  # a caller never picks what the server pays for
+        raise Invalid(f"model {model!r} is not allowed on this server; allowed: {allowed} "
+                      "(the operator sets GRADER_ALLOWED_MODELS)", field="model")
+    if job_settings(settings, {"drafter": drafter, "model": model}).resolved_drafter() == "llm" and not (model or settings.model):
+        raise Invalid("the llm drafter needs a model: pass `model` or set GRADER_MODEL on the server", field="model")
+
+
 def submit(store: Store, settings: Settings, principal: Principal, manifest: str | dict[str, Any],
            files: dict[str, str], options: EvaluationOptions = EvaluationOptions(),
            idempotency_key: str | None = None) -> tuple[Evaluation, bool]:
@@ -52,13 +62,7 @@ def submit(store: Store, settings: Settings, principal: Principal, manifest: str
     rubric_id = options.rubric or settings.rubric
     if rubric_id not in available_rubrics(settings.rubric_dirs()):  # uploads name rubrics on the search path, never paths
         raise Invalid(unknown_rubric(rubric_id, settings.rubric_dirs()).message, field="rubric")
-    allowed = settings.model_allow_list()
-    if options.model and options.model not in allowed:  # a caller never picks what the server pays for
-        raise Invalid(f"model {options.model!r} is not allowed on this server; allowed: {allowed} "
-                      "(the operator sets GRADER_ALLOWED_MODELS)", field="model")
-    if job_settings(settings, {"drafter": options.drafter, "model": options.model}).resolved_drafter() == "llm" \
-            and not (options.model or settings.model):
-        raise Invalid("the llm drafter needs a model: pass `model` or set GRADER_MODEL on the server", field="model")
+    check_model(settings, options.drafter, options.model)
     submission = submission_from_upload(manifest, files, Limits.from_settings(settings))
     params = {"rubric": rubric_id, "drafter": options.drafter, "model": options.model,
               "samples": options.samples, "no_cache": options.no_cache}

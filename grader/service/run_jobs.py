@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from grader.consistency.report import RunReport
 from grader.service import jobs
 from grader.service.errors import Invalid, NotFound
+from grader.service.evaluations import check_model
 from grader.service.views import iso
 from grader.settings import Settings
 from grader.store.db import Store
@@ -93,6 +94,7 @@ class RunJobs(Generic[V]):
                          report=self.report.model_validate_json(row.report_json) if row else None)
 
     def submit(self, store: Store, settings: Settings, principal: Principal, params: dict[str, Any]) -> V:
+        check_model(settings, params.get("drafter"), params.get("model"))
         with store.write() as session:
             job, _ = jobs.enqueue(session, kind=self.kind, params=params, submitted_by=principal.id,
                                   max_attempts=settings.job_attempts, queue_max=settings.queue_max)

@@ -39,6 +39,8 @@ def test_bad_audit_requests_are_refused_before_queueing(client, callers, store, 
     r = client.post("/v1/audits", json={"set": "mini-audit", "perturbations": ["shuffle"]}, headers=lead)
     assert r.status_code == 422 and "perturbations[0]" in r.json()["detail"]
     assert "'rename', 'reorder', 'comments' or 'injection'" in r.json()["detail"]
+    r = client.post("/v1/audits", json={"set": "mini-audit", "drafter": "llm"}, headers=lead)  # no model anywhere
+    assert r.status_code == 422 and r.json()["detail"].startswith("model: the llm drafter needs a model"), r.text
     with store.read() as session:
         assert not [e for e in audit_log.page(session, limit=1000) if e.action == "job.queued"]
     assert client.get("/v1/audits/" + "0" * 32, headers=lead).status_code == 404
