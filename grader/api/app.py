@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from evidence.validation import one_line
 from grader.api import admin, audits, calibration, evaluations, ops, routes
+from grader.api.guards import plain_request
 from grader.api.metrics import build_registry
 from grader.api.middleware import RequestContext
 from grader.errors import GraderError, RubricError, SubmissionError, SubmissionTooLarge
@@ -100,15 +101,6 @@ def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": f"internal error ({type(exc).__name__}); see the server log"}, status_code=500)
 
 
-def _single_valued_query(request: Request) -> None:
-    """Every query parameter of the API takes one value: a repeated one is ambiguous, so it is refused."""
-    seen: set[str] = set()
-    for key, _ in request.query_params.multi_items():
-        if key in seen:
-            raise StarletteHTTPException(422, f"query.{key}: given more than once; give it once")
-        seen.add(key)
-
-
 def create_app(settings: Settings | None = None, store: Store | None = None, *, migrate_db: bool = True) -> FastAPI:
     """The API. Without a `store`, the configured database is opened (and migrated) at start-up."""
     settings = service_settings(settings or Settings())
@@ -142,7 +134,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, *, 
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)
     for router in (ops.router, evaluations.router, calibration.router, audits.router, admin.router, routes.router):
-        app.include_router(router, dependencies=[Depends(_single_valued_query)])
+        app.include_router(router, dependencies=[Depends(plain_request)])
     # JSON encoding inflates text; allow headroom over the raw submission limit.
     app.add_middleware(BodySizeLimit, max_bytes=2 * settings.max_submission_bytes + 64 * 1024)
     app.add_middleware(RequestContext)
