@@ -7,31 +7,29 @@ from typing import Any
 from fastapi import Request
 from starlette.exceptions import HTTPException
 
+from evidence.validation import field_path
+
 NUL = "\x00"
+Loc = tuple[str | int, ...]
 
 
-def _nul_at(value: Any, where: str) -> str | None:
+def _nul_at(value: Any, loc: Loc) -> Loc | None:
     """The location of the first string (key or value) holding a NUL character, if any."""
     if isinstance(value, str):
-        return where if NUL in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _nul_at(key, where) or _nul_at(item, f"{where}.{key}")
-            if found:
-                return found
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _nul_at(item, f"{where}.{i}")
-            if found:
-                return found
+        return loc if NUL in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _nul_at(key, loc) or _nul_at(item, (*loc, key))
+        if found:
+            return found
     return None
 
 
-def _refuse_nul(where: str | None) -> None:
+def _refuse_nul(loc: Loc | None) -> None:
     # No text the service stores or looks up may hold NUL: PostgreSQL refuses it (a 500 otherwise), and
     # no name, id, reason or kernel source is meaningful with one.
-    if where:
-        raise HTTPException(422, f"{where}: contains a NUL (0x00) character")
+    if loc:
+        raise HTTPException(422, f"{field_path(loc)}: contains a NUL (0x00) character")
 
 
 async def plain_request(request: Request) -> None:
@@ -42,12 +40,12 @@ async def plain_request(request: Request) -> None:
         if key in seen:
             raise HTTPException(422, f"query.{key}: given more than once; give it once")
         seen.add(key)
-        _refuse_nul(_nul_at(key, "query") or _nul_at(value, f"query.{key}"))
+        _refuse_nul(_nul_at(key, ("query",)) or _nul_at(value, ("query", key)))
     for name, value in request.path_params.items():
-        _refuse_nul(_nul_at(value, f"path.{name}"))
+        _refuse_nul(_nul_at(value, ("path", name)))
     if request.headers.get("content-type", "").startswith("application/json"):
         try:
             body = await request.json()
         except ValueError:  # malformed JSON: the handler's validation names it
             return
-        _refuse_nul(_nul_at(body, "body"))
+        _refuse_nul(_nul_at(body, ("body",)))

@@ -41,6 +41,8 @@ def test_bad_audit_requests_are_refused_before_queueing(client, callers, store, 
     assert "'rename', 'reorder', 'comments' or 'injection'" in r.json()["detail"]
     r = client.post("/v1/audits", json={"set": "mini-audit", "drafter": "llm"}, headers=lead)  # no model anywhere
     assert r.status_code == 422 and r.json()["detail"].startswith("model: the llm drafter needs a model"), r.text
+    r = client.post("/v1/audits", json={"set": "mini-audit", "drafter": "llm", "model": "pricey-model"}, headers=lead)
+    assert r.status_code == 422 and r.json()["detail"].startswith("model: model 'pricey-model' is not allowed on this server")
     with store.read() as session:
         assert not [e for e in audit_log.page(session, limit=1000) if e.action == "job.queued"]
     assert client.get("/v1/audits/" + "0" * 32, headers=lead).status_code == 404

@@ -16,6 +16,8 @@ def test_repeated_query_parameters_and_nul_characters_are_refused(client, caller
          "body.name: contains a NUL (0x00) character"),
         (client.post("/v1/audits", json={"set": "audit", "against": "run\x00"}, headers=admin),
          "body.against: contains a NUL (0x00) character"),
+        (client.post("/v1/audits", json={"set": "audit", "perturbations": ["rename", "\x00"]}, headers=admin),
+         "body.perturbations[1]: contains a NUL (0x00) character"),
     ]
     for response, detail in refusals:
         assert (response.status_code, response.json()["detail"]) == (422, detail)
