@@ -59,6 +59,7 @@ class SimulationCollector(Collector):
         return m.reference is not None and bool(m.inputs) and m.kernel.file in submission.files
 
     def collect(self, submission: Submission) -> list[EvidenceItem]:
+        self.sandbox = SandboxConfig.model_validate(self.sandbox)  # options may give it as a plain dict
         evidence = SimEvidence(submission, self.analyzer)
         blocking = policy_of(submission).blocking
         if self.sandbox.import_policy and blocking:

@@ -74,13 +74,22 @@ def _died(job: ChildJob, run: ChildRun, out: Path, src_prefix: str, events: list
         code, message = "timeout", f"{who} did not finish within {job.timeout_s:g} s"
     elif "MemoryError" in stderr:
         code, message = "memory_limit", f"{who} ran out of memory (memory limit reached)"
-    elif rc == -signal.SIGXCPU:
+    elif _signal_of(rc) == signal.SIGXCPU:
         code, message = "cpu_limit", f"{who} used up its {job.limits.cpu_s} s of CPU time"
     else:
         tail = (stderr.strip().splitlines() or [""])[-1][:300]
-        ended = "exited without reporting a result" if rc == 0 else f"ended with code {rc}"
+        sig = _signal_of(rc)
+        ended = ("exited without reporting a result" if rc == 0 else
+                 f"was killed by {signal.Signals(sig).name}" if sig in signal.valid_signals() else f"ended with code {rc}")
         code, message = "crashed", f"the process running {who} {ended}" + (f": {tail}" if tail else "")
     return ChildError(code=code, message=message, file=file, line=line)
+
+
+def _signal_of(rc: int | None) -> int | None:
+    """The signal that ended the child: -N from subprocess, or 128+N as bubblewrap reports its child's death."""
+    if rc is None:
+        return None
+    return -rc if rc < 0 else rc - 128 if 128 < rc < 160 else None
 
 
 def read_outcome(job: ChildJob, job_dir: Path, run: ChildRun, src_prefix: str) -> ChildOutcome:

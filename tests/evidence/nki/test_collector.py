@@ -117,6 +117,12 @@ def test_timeout_is_reported():
     assert by_kind["sim.incomplete"].labels["code"] == "timeout" and "sim.error" not in by_kind
 
 
+def test_cpu_limit_is_reported_and_a_plain_dict_configures_the_sandbox():
+    slow = GOOD.replace("    return out", "    while True:\n        pass\n    return out")
+    by_kind, _ = collect(submission(slow), timeout_s=60.0, cpu_limit_s=1, sandbox={"workers": 1})
+    assert by_kind["sim.incomplete"].labels["code"] == "cpu_limit"
+
+
 def test_memory_limit_is_reported():
     hog = GOOD.replace("    return out", "    junk = np.ones((1024, 1024, 1024), np.float32)\n    return out")
     by_kind, _ = collect(submission(hog), memory_limit_bytes=2 * 2**30)
