@@ -60,7 +60,48 @@ def main(rounds: int = 12) -> float:
     d, b = statistics.median(bare["direct"]), statistics.median(bare["bwrap"])
     print(f"bare child (python -c pass): direct {d * 1e3:.0f} ms, under bwrap {b * 1e3:.0f} ms: +{(b - d) * 1e3:.0f} ms")
     print(f"process bound: {status.detail}")
+    _monitor_overhead()
     return added
+
+
+def _monitor_overhead(iters: int = 1500) -> None:
+    """The child's audit hook is called for every audited event the simulator raises (a frame
+    lookup per instruction). Wall-clock A/B runs drown in the shared machine's noise, so: count the
+    events of one simulation, time the hook's fast path per event, and compare with the
+    simulation's CPU time."""
+    import os
+    import timeit
+
+    import numpy as np
+
+    from evidence.nki import load_kernel, simulate
+    from evidence.sandbox.monitor import Monitor
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_sim_elementwise import KERNEL
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((128, 512), dtype=np.float32) for _ in range(2))
+    kernel = load_kernel(KERNEL).chain
+    simulate(kernel, a, b, 10)
+    events = {"n": 0, "on": False}
+
+    def count(event, args):
+        if events["on"]:
+            events["n"] += 1
+
+    sys.addaudithook(count)
+    events["on"] = True
+    cpu = time.process_time()
+    simulate(kernel, a, b, iters, keep_trace=False)
+    cpu = time.process_time() - cpu
+    events["on"] = False
+    hook = Monitor("/nonexistent/src/", os.open(os.devnull, os.O_WRONLY), block=True, read_roots=[sys.prefix],
+                   write_roots=["/tmp"], withheld=()).hook
+    per_event = min(timeit.repeat(lambda: hook("sys._getframe", ()), number=100_000, repeat=5)) / 100_000
+    added = events["n"] * per_event
+    print(f"audit hook: {events['n']} events in a simulation of {4 * iters} instructions ({cpu * 1e3:.0f} ms CPU), "
+          f"{per_event * 1e9:.0f} ns each on the fast path: +{added * 1e3:.1f} ms ({100 * added / cpu:.1f} %)")
 
 
 def _bare_bwrap(path: str, argv: list[str]) -> list[str]:

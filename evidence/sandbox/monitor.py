@@ -44,7 +44,9 @@ _ANYWHERE = {
     "marshal.load": ("escape", "marshal"), "pickle.find_class": ("escape", "pickle"),
     "resource.setrlimit": ("system_access", "resource.setrlimit"),
 }
-_SOCKET = "socket."
+_SOCKET = frozenset({f"socket.{e}" for e in (
+    "__new__", "bind", "connect", "getaddrinfo", "gethostbyname", "gethostbyaddr", "getnameinfo", "sendmsg",
+    "sendto", "sethostname", "getservbyname", "getservbyport")})
 _PATH_EVENTS = {"open", "os.listdir", "os.scandir", "os.remove", "os.rmdir", "os.rename", "os.link",
                 "os.symlink", "os.chmod", "os.chown", "os.mkdir", "os.truncate", "os.utime", "shutil.rmtree",
                 "shutil.copyfile", "shutil.move", "os.chdir"}
@@ -53,10 +55,11 @@ _WRITING = {"os.remove", "os.rmdir", "os.rename", "os.link", "os.symlink", "os.c
 _DIRECT = {"compile": ("escape", "compile/eval/exec of source text"), "exec": ("escape", "exec of a code object"),
            "function.__new__": ("escape", "building a function from a code object"),
            "code.__new__": ("escape", "building a code object"),
-           "object.__getattr__": ("escape", "reading a restricted attribute"),
+           # (not "object.__getattr__": the simulator reads frames' f_code on every instruction, and
+           # the static policy already flags __code__, f_code and the like)
            "object.__setattr__": ("escape", "setting an attribute of a type or function"),
            "object.__delattr__": ("escape", "deleting an attribute of a type or function")}
-_HANDLED = frozenset(_ANYWHERE) | _PATH_EVENTS | frozenset(_DIRECT) | {"import"}
+_HANDLED = frozenset(_ANYWHERE) | _PATH_EVENTS | frozenset(_DIRECT) | _SOCKET | {"import"}
 
 
 class OutputLimit(BaseException):
@@ -76,6 +79,7 @@ class Monitor:
         self.count = 0
         self.threads = self.signals = None
         self.busy = False
+        self.hook = self._make_hook()
 
     # --- attribution ---------------------------------------------------------------------
     def _site(self, direct: bool, importing: bool = False) -> tuple[str, int] | None:
@@ -111,14 +115,17 @@ class Monitor:
             raise PermissionError(f"blocked by the grader's sandbox: {what}")
 
     # --- the audit hook ------------------------------------------------------------------
-    def hook(self, event: str, args: tuple) -> None:
-        if self.busy or (event not in _HANDLED and not event.startswith(_SOCKET)):
-            return  # busy: events the monitor's own frame walk raises (reading f_code is audited)
-        self.busy = True
-        try:
-            self._handle(event, args)
-        finally:
-            self.busy = False
+    def _make_hook(self):
+        """The audit hook. It runs for every audited event (the simulator raises several per
+        instruction), so the common case is one set lookup with everything bound locally."""
+        def hook(event: str, args: tuple, handled=_HANDLED, monitor=self) -> None:
+            if event in handled and not monitor.busy:  # busy: events the monitor's own frame walk raises
+                monitor.busy = True
+                try:
+                    monitor._handle(event, args)
+                finally:
+                    monitor.busy = False
+        return hook
 
     def _handle(self, event: str, args: tuple) -> None:
         if event in _DIRECT:
