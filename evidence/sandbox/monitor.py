@@ -174,13 +174,14 @@ class Monitor:
 
     # --- process state around the run ----------------------------------------------------
     def snapshot(self) -> None:
-        self.threads = _thread_count()
+        self.threads = _thread_ids()
         self.signals = _handlers()
 
     def after_run(self, site: tuple[str | None, int]) -> None:
-        """Events for threads left running and signal handlers installed by the submitted code."""
+        """Events for threads left running and signal handlers installed by the submitted code (the
+        simulator joins its own worker threads before simulate() returns)."""
         self.busy = True  # from here on only the child's own code runs (threads it left are not watched)
-        extra = _thread_count() - (self.threads or 1)
+        extra = len(_thread_ids() - (self.threads or set()))
         if extra > 0:
             self.record("system_access", "threads left running", f"{extra} thread(s) outlive the call", site, False)
         for sig, handler in _handlers().items():
@@ -202,11 +203,12 @@ def _opens_for_writing(args: tuple) -> bool:
     return bool(flags & _WRITE_FLAGS) if isinstance(flags, int) else False
 
 
-def _thread_count() -> int:
+def _thread_ids() -> set[int]:
+    """Native ids of the process's threads (from /proc, so threads started with `_thread` count too)."""
     try:
-        return len(os.listdir("/proc/self/task"))
+        return {int(t) for t in os.listdir("/proc/self/task")}
     except OSError:
-        return threading.active_count()
+        return {t.native_id for t in threading.enumerate() if t.native_id is not None}
 
 
 def _handlers() -> dict[int, object]:
