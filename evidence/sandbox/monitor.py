@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from evidence.sandbox.protocol import RuntimeEvent
 
@@ -26,6 +27,7 @@ _getframe, _write, _realpath = sys._getframe, os.write, os.path.realpath
 _THIS_FILE = __file__
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 MAX_EVENTS = 200
+THREAD_EXIT_GRACE_S = 0.25  # a joined thread leaves /proc/self/task a moment after join() returns
 
 # event -> (kind, what): dangerous whenever submitted code is on the stack
 _ANYWHERE = {
@@ -181,12 +183,22 @@ class Monitor:
         """Events for threads left running and signal handlers installed by the submitted code (the
         simulator joins its own worker threads before simulate() returns)."""
         self.busy = True  # from here on only the child's own code runs (threads it left are not watched)
-        extra = len(_thread_ids() - (self.threads or set()))
+        extra = self._extra_threads()
         if extra > 0:
             self.record("system_access", "threads left running", f"{extra} thread(s) outlive the call", site, False)
         for sig, handler in _handlers().items():
             if self.signals is not None and handler is not self.signals.get(sig):
                 self.record("system_access", f"signal handler for {signal.Signals(sig).name}", "", site, False)
+
+    def _extra_threads(self) -> int:
+        """Threads started during the run and still there; a thread joined just before the call
+        returned can stay listed in /proc for a moment, so give such threads a short grace."""
+        deadline = time.monotonic() + THREAD_EXIT_GRACE_S
+        while True:
+            extra = len(_thread_ids() - (self.threads or set()))
+            if not extra or time.monotonic() >= deadline:
+                return extra
+            time.sleep(0.01)
 
     def exit_wrapper(self, real_exit):
         def _exit(code: int) -> None:
