@@ -26,6 +26,12 @@ class Format(str, Enum):
     md = "md"
 
 
+class DraftFormat(str, Enum):
+    json = "json"
+    md = "md"
+    html = "html"  # the draft page as one self-contained file (grader.web.standalone)
+
+
 def _fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -83,7 +89,7 @@ def main(
 def evaluate(
     submission: Path = typer.Argument(..., help="submission folder (with submission.toml)"),
     rubric: str = typer.Option("nki-kernel-review", "--rubric", help="rubric id or path to a rubric TOML"),
-    fmt: Format = typer.Option(Format.md, "--format", help="output format"),
+    fmt: DraftFormat = typer.Option(DraftFormat.md, "--format", help="output format (html: one self-contained file)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="write to FILE instead of stdout"),
     drafter: Optional[DrafterChoice] = typer.Option(None, "--drafter", help="rules (offline default) or llm"),
     model: Optional[str] = typer.Option(None, "--model", help="litellm model string, e.g. openai/gpt-4o-mini"),
@@ -100,13 +106,20 @@ def evaluate(
         settings = _settings(drafter=drafter, model=model, api_base=api_base, samples=samples,
                              use_cache=False if no_cache else None)
         from grader.consistency.store import JsonFileStore
+        from grader.evaluate import as_submission
 
         rub = load_rubric(rubric, settings.rubric_dirs())
-        draft = run(submission, rubric=rub, settings=settings, store=JsonFileStore(settings.data_dir))
+        sub = as_submission(submission, settings)
+        draft = run(sub, rubric=rub, settings=settings, store=JsonFileStore(settings.data_dir))
     except GraderError as exc:
         _fail(exc.one_line())
         return
-    text = draft.model_dump_json(indent=2) if fmt is Format.json else render_draft(draft, rub)
+    if fmt is DraftFormat.html:
+        from grader.web.standalone import render_standalone
+
+        text = render_standalone(draft, dict(sub.files), rubric=rub, task_title=sub.manifest.task.title)
+    else:
+        text = draft.model_dump_json(indent=2) if fmt is DraftFormat.json else render_draft(draft, rub)
     _emit(text, output)
 
 

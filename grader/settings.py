@@ -125,6 +125,10 @@ class Settings(BaseSettings):
     queue_max: int = Field(default=1000, ge=1)
     max_wait_s: float = Field(default=60.0, ge=0)
     shutdown_grace_s: float = Field(default=30.0, ge=0)
+    # Reviewer pages (grader.web): signed session cookies. Several servers behind one database share
+    # GRADER_SESSION_SECRET; by default each data directory keeps its own random secret.
+    session_secret: str | None = Field(default=None, min_length=32)
+    session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
 
     def model_allow_list(self) -> list[str]:
         names = [m.strip() for m in self.allowed_models.split(",") if m.strip()]

@@ -24,6 +24,7 @@ from grader.sandbox import announce
 from grader.settings import Settings
 from grader.store import migrate
 from grader.store.db import Store, StoreError
+from grader.web.app import mount as mount_pages
 
 log = logging.getLogger("grader.api")
 
@@ -135,6 +136,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, *, 
     app.add_exception_handler(Exception, _unexpected)
     for router in (ops.router, evaluations.router, calibration.router, audits.router, admin.router, routes.router):
         app.include_router(router, dependencies=[Depends(plain_request)])
+    mount_pages(app)  # the reviewer pages at /ui (grader.web), over the same service functions
     # JSON encoding inflates text; allow headroom over the raw submission limit.
     app.add_middleware(BodySizeLimit, max_bytes=2 * settings.max_submission_bytes + 64 * 1024)
     app.add_middleware(RequestContext)

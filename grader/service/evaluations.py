@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
+from evidence.submission import Submission
 from grader.draft import Draft
 from grader.evaluate import evaluate
 from grader.store.keys import Principal
@@ -162,3 +163,10 @@ def list_queue(store: Store, principal: Principal, *, state: str | None = None, 
         rows = session.scalars(query.order_by(Job.created_at, Job.id).offset(offset).limit(limit))
         items = [summary(_view(session, job, full=False)) for job in rows]
     return EvaluationPage(items=items, total=total, offset=offset, limit=limit)
+
+
+def get_submission_of(store: Store, principal: Principal, evaluation_id: str) -> Submission | None:
+    """The stored submission (manifest and file texts) of an evaluation the principal may see."""
+    with store.read() as session:
+        job = _visible(principal, session.get(Job, evaluation_id))
+        return get_submission(session, job.submission_id) if job.submission_id else None
