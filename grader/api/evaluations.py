@@ -54,13 +54,15 @@ async def list_queue(
     state: str | None = Query(None, max_length=32, description="queued | running | done | failed | needs_review | signed_off"),
     task: str | None = Query(None, max_length=255),
     reviewer: str | None = Query(None, max_length=100, description="key id or name of a reviewer"),
+    flag: str | None = Query(None, max_length=64, description="a flag code on any criterion, 'any' or 'none'"),
+    calibrated: bool | None = Query(None, description="every judged criterion calibrated (true) or not (false)"),
     offset: int = Query(0, ge=0, le=10**9),
     limit: int = Query(50, ge=1, le=200),
     who: Principal = Depends(require("submitter")),
 ) -> EvaluationPage:
     """The review queue, oldest first (submitters see their own evaluations only)."""
     return await run_in_threadpool(service.list_queue, request.app.state.store, who, state=state, task=task,
-                                   reviewer=reviewer, offset=offset, limit=limit)
+                                   reviewer=reviewer, flag=flag, calibrated=calibrated, offset=offset, limit=limit)
 
 
 @router.get("/{evaluation_id}", response_model=Evaluation)

@@ -3,6 +3,7 @@ worker-side job that drafts. Callable from Python (the web pages) as well as fro
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -11,22 +12,23 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from evidence.submission import Submission
+from grader.consistency.epochs import calibration_epoch
 from grader.draft import Draft
 from grader.evaluate import evaluate
-from grader.store.keys import Principal
 from grader.rubric import available_rubrics, load_rubric, unknown_rubric
 from grader.service import jobs, review
-from grader.consistency.epochs import calibration_epoch
-from grader.service.runs import run_store
 from grader.service.errors import Invalid, NotFound
+from grader.service.runs import run_store
 from grader.service.views import Evaluation, EvaluationPage, EvaluationSummary, iso
 from grader.settings import Settings
 from grader.store.db import Store
+from grader.store.keys import Principal
 from grader.store.models import DraftRow, Job, ReviewRow, SignOff
 from grader.store.submissions import get_submission, put_submission
 from grader.submission import Limits, submission_from_upload
 
 KIND = "evaluation"
+FLAG_FILTER = re.compile(r"^[a-z0-9_]{1,64}$")
 QUEUE_STATES = ("queued", "running", "done", "failed", "needs_review", "signed_off")
 
 
@@ -86,14 +88,25 @@ def run_evaluation_job(store: Store, settings: Settings, job: Job):  # type: ign
     rubric = load_rubric(job.params["rubric"], settings.rubric_dirs())
     draft = evaluate(submission, rubric=rubric, settings=settings, store=run_store(store, settings))
     text, epoch = draft.model_dump_json(), calibration_epoch(rubric, settings).hash
+    codes, uncalibrated = draft_summary(draft)
 
     def record(session: Session, held: Job) -> dict[str, Any]:
         now = time.time()
         session.add(DraftRow(job_id=held.id, draft_json=text, epoch=epoch, model_calls=len(draft.record.calls),
-                             cost_usd=draft.record.cost_usd or 0.0, latency_s=now - held.created_at, created_at=now))
+                             cost_usd=draft.record.cost_usd or 0.0, latency_s=now - held.created_at, created_at=now,
+                             flag_codes=codes, uncalibrated=uncalibrated))
         return {"epoch": epoch, "drafter": draft.drafter.name}
 
     return record
+
+
+def draft_summary(draft: Draft) -> tuple[str, int]:
+    """What the queue filters on: ' code1 code2 ' of the flags on any criterion ('' when none), and
+    how many judged criteria lack a passing calibration (migration 0003 fills older rows alike)."""
+    codes = sorted({f.code for c in draft.criteria for f in c.flags})
+    uncalibrated = sum(1 for c in draft.criteria
+                       if c.status != "not_applicable" and not (c.consistency and c.consistency.calibrated))
+    return (" " + " ".join(codes) + " ") if codes else "", uncalibrated
 
 
 def _visible(principal: Principal, job: Job | None) -> Job:
@@ -124,6 +137,9 @@ def _view(session: Session, job: Job, *, full: bool) -> Evaluation:
         submitted_by=job.submitted_by, attempts=job.attempts, max_attempts=job.max_attempts, worker=job.worker,
         error=job.error, created_at=iso(job.created_at), started_at=iso(job.started_at),
         finished_at=iso(job.finished_at))
+    if job.state == jobs.DONE and (row := session.execute(select(DraftRow.flag_codes, DraftRow.uncalibrated)
+                                                          .where(DraftRow.job_id == job.id)).first()) is not None:
+        view.flags, view.calibrated = row.flag_codes.split(), row.uncalibrated == 0
     if full and (found := get_draft(session, job.id)) is not None:
         draft, epoch = found
         view.draft, view.epoch = draft, epoch
@@ -137,9 +153,12 @@ def summary(view: Evaluation) -> EvaluationSummary:
 
 
 def list_queue(store: Store, principal: Principal, *, state: str | None = None, task: str | None = None,
-               reviewer: str | None = None, offset: int = 0, limit: int = 50) -> EvaluationPage:
+               reviewer: str | None = None, flag: str | None = None, calibrated: bool | None = None,
+               offset: int = 0, limit: int = 50) -> EvaluationPage:
     """The review queue, oldest first. `state` is a job state or needs_review / signed_off;
-    `reviewer` keeps evaluations that key (id or name) has reviewed or signed off."""
+    `reviewer` keeps evaluations that key (id or name) has reviewed or signed off; `flag` keeps drafts
+    carrying that flag code ('any': some flag, 'none': no flag); `calibrated` keeps drafts whose every
+    judged criterion is (True) or is not (False) calibrated."""
     if state is not None and state not in QUEUE_STATES:
         raise Invalid(f"unknown state {state!r}; expected one of {', '.join(QUEUE_STATES)}", field="state")
     signed = exists().where(SignOff.job_id == Job.id)
@@ -152,6 +171,15 @@ def list_queue(store: Store, principal: Principal, *, state: str | None = None, 
         query = query.where(Job.state == state)
     if task:
         query = query.where(Job.task_id == task)
+    if flag is not None:
+        if not FLAG_FILTER.match(flag):
+            raise Invalid(f"bad flag {flag!r}: a flag code, 'any' or 'none'", field="flag")
+        flags = {"any": DraftRow.flag_codes != "", "none": DraftRow.flag_codes == ""}.get(
+            flag, DraftRow.flag_codes.contains(f" {flag} ", autoescape=True))
+        query = query.where(exists().where(DraftRow.job_id == Job.id, flags))
+    if calibrated is not None:
+        query = query.where(exists().where(DraftRow.job_id == Job.id,
+                                           (DraftRow.uncalibrated == 0) if calibrated else (DraftRow.uncalibrated > 0)))
     if reviewer:
         authors = review.author_ids(store, reviewer)
         query = query.where(exists().where(ReviewRow.job_id == Job.id, ReviewRow.author.in_(authors))

@@ -66,6 +66,8 @@ class EvaluationSummary(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    flags: list[str] = Field(default_factory=list, description="codes of the flags on any criterion of the draft")
+    calibrated: bool | None = Field(default=None, description="every judged criterion's grader passed calibration")
 
 
 class Evaluation(EvaluationSummary):

@@ -77,6 +77,10 @@ class DraftRow(Base):
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
     latency_s: Mapped[float] = mapped_column(Float)  # submission to finished draft
     created_at: Mapped[float] = mapped_column(Float)
+    # For the review queue's filters (grader.service.summary): " code1 code2 " of every flag on any
+    # criterion ("" when none), and how many judged criteria lack a passing calibration.
+    flag_codes: Mapped[str] = mapped_column(Text, default="", server_default="")
+    uncalibrated: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ReviewRow(Base):
