@@ -93,7 +93,7 @@ def _unexpected(_: Request, exc: Exception) -> Response:
 
 
 def create_web_app(host: FastAPI) -> FastAPI:
-    from grader.web.pages import evaluation, logbook, login, queue, static
+    from grader.web.pages import calibration, evaluation, logbook, login, queue, static
 
     web = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, title="NKI Grader pages")
     web.state.host = host
@@ -104,7 +104,7 @@ def create_web_app(host: FastAPI) -> FastAPI:
     web.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     web.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     web.add_exception_handler(Exception, _unexpected)
-    for module in (login, queue, evaluation, logbook, static):
+    for module in (login, queue, evaluation, calibration, logbook, static):
         web.include_router(module.router)
     web.add_middleware(SecurityHeaders)
     return web

@@ -27,6 +27,8 @@ UI = "/ui"
 # (key, label, path, least role): the main navigation, shown to those who may open each page.
 NAV = [
     ("queue", "Review queue", "/queue", "submitter"),
+    ("certification", "Certification", "/reviewers/me", "reviewer"),
+    ("calibration", "Calibration", "/calibration", "lead"),
     ("audit-log", "Audit log", "/audit-log", "lead"),
 ]
 

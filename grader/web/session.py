@@ -21,6 +21,7 @@ from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
 
+from grader.errors import GraderError
 from grader.service.config import data_dir
 from grader.settings import Settings
 from grader.store.db import Store
@@ -53,7 +54,7 @@ def _file_secret(folder: Path) -> str:
             if text := path.read_text(encoding="ascii").strip():
                 return text
             time.sleep(0.01)
-        raise
+        raise GraderError("the session secret file is empty; delete it or set GRADER_SESSION_SECRET", where=str(path)) from None
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         secret = secrets.token_urlsafe(48)
         fh.write(secret)

@@ -222,3 +222,44 @@ def test_pending_and_missing_evaluations(web):
     assert page.status_code == 200 and "is <b>queued</b>" in page.text and 'http-equiv="refresh"' in page.text
     missing = c.get("/ui/evaluations/" + "0" * 32)
     assert missing.status_code == 404 and "no such evaluation" in missing.text
+
+
+def test_queue_filters_by_flags_and_calibration_in_pages_and_api(web):
+    flagged, plain = web.submit(flag="contradicts_evidence"), web.submit("matmul-tiled")
+    c = web.sign_in("reviewer")
+    page = c.get("/ui/queue?flag=contradicts_evidence").text
+    assert flagged[:12] in page and plain[:12] not in page and "⚠ </span>contradicts_evidence" in page
+    page = c.get("/ui/queue?flag=none").text
+    assert plain[:12] in page and flagged[:12] not in page
+    assert "0 evaluations" in c.get("/ui/queue?calibrated=yes").text  # no calibration run exists
+    assert "2 evaluations" in c.get("/ui/queue?calibrated=no").text
+    assert c.get("/ui/queue?flag=Bad%20Flag").status_code == 422
+    auth = {"Authorization": f"Bearer {web.keys['reviewer'][1]}"}
+    listed = web.client().get("/v1/evaluations?flag=any", headers=auth).json()
+    assert [e["id"] for e in listed["items"]] == [flagged]
+    assert listed["items"][0]["flags"] == ["contradicts_evidence"] and listed["items"][0]["calibrated"] is False
+
+
+def test_migration_0003_summarises_existing_drafts(tmp_path):
+    from alembic import command
+    from sqlalchemy import text
+
+    from grader.store import migrate
+    from grader.store.db import Store, sqlite_url
+
+    store = Store(sqlite_url(tmp_path / "old.db"))
+    command.upgrade(migrate._config(store), "0002")
+    draft = {"criteria": [{"status": "scored", "flags": [{"code": "far_from_gold"}, {"code": "contradicts_evidence"}],
+                           "consistency": {"calibrated": True}},
+                          {"status": "scored", "flags": [], "consistency": {"calibrated": False}},
+                          {"status": "not_applicable", "flags": [], "consistency": None}]}
+    with store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO jobs (id, kind, state, params, submitted_by, attempts, max_attempts, created_at) "
+                          "VALUES ('j1', 'evaluation', 'done', '{}', 'k', 1, 3, 0)"))
+        conn.execute(text("INSERT INTO drafts (job_id, draft_json, epoch, model_calls, cost_usd, latency_s, created_at) "
+                          "VALUES ('j1', :d, 'e', 0, 0, 1, 0)"), {"d": json.dumps(draft)})
+    migrate.upgrade(store)
+    with store.engine.connect() as conn:
+        row = conn.execute(text("SELECT flag_codes, uncalibrated FROM drafts")).one()
+    assert tuple(row) == (" contradicts_evidence far_from_gold ", 1)
+    store.dispose()
