@@ -26,6 +26,7 @@ from grader.store.runs import SqlRunStore
 KIND = "calibration"
 SETS_ROOT = EVALS / "calibration"
 REVIEWER_RESAMPLES = 200
+_CERTIFICATIONS: dict[tuple[object, ...], ReviewerCalibrationView] = {}  # by reviewer, set, run and scores version
 
 
 def known_sets() -> dict[str, Path]:
@@ -174,12 +175,16 @@ def reviewer_calibration(store: Store, settings: Settings, principal: Principal,
             raise Forbidden("reviewers see their own calibration only; leads see everyone's")
         rows = list(session.scalars(select(ReviewerScoreRow).where(ReviewerScoreRow.reviewer == key.id,
                                                                     ReviewerScoreRow.set_name == set_name)))
-        run = session.scalars(select(CalibrationRun).where(CalibrationRun.set_name == set_name)
+        run = session.execute(select(CalibrationRun.id, CalibrationRun.rubric).where(CalibrationRun.set_name == set_name)
                               .order_by(CalibrationRun.created_at.desc()).limit(1)).first()
     if not rows:
         raise NotFound(f"reviewer {key.name!r} has no scores for set {set_name!r}")
     if run is None:
         raise Conflict(f"no calibration run of set {set_name!r} yet; POST /v1/calibration-runs first")
+    # The bootstrap takes seconds; the same scores beside the same run give the same answer.
+    fingerprint = (key.id, key.name, set_name, run.id, len(rows), max(r.created_at for r in rows))
+    if (cached := _CERTIFICATIONS.get(fingerprint)) is not None:
+        return cached
     gold, rubric = _gold(set_name, run.rubric)
     scores = [ReviewerScore(reviewer=key.name, item=r.item_id, criterion=r.criterion_id,
                             score=int(r.score) if r.score.isdigit() else r.score, row=i + 1) for i, r in enumerate(rows)]
@@ -187,8 +192,13 @@ def reviewer_calibration(store: Store, settings: Settings, principal: Principal,
     for item in {s.item for s in scores}:  # criteria the reviewer left out count as unscored
         scores += [ReviewerScore(reviewer=key.name, item=item, criterion=c.id, score="unscored", row=0)
                    for c in rubric.criteria if (item, c.id) not in scored]
-    report = CalibrationReport.model_validate_json(run.report_json)
+    with store.read() as session:
+        report = CalibrationReport.model_validate_json(session.get(CalibrationRun, run.id).report_json)
     result = calibrate_reviewers(scores, gold, rubric, list(report.outcomes), None, REVIEWER_RESAMPLES, 7,
                                  source="reviewer-scores")
     mine = result.reviewers[0]
-    return ReviewerCalibrationView(reviewer=key.name, set=set_name, run_id=run.id, report=mine, certified=mine.certified)
+    view = ReviewerCalibrationView(reviewer=key.name, set=set_name, run_id=run.id, report=mine, certified=mine.certified)
+    _CERTIFICATIONS[fingerprint] = view
+    while len(_CERTIFICATIONS) > 256:
+        _CERTIFICATIONS.pop(next(iter(_CERTIFICATIONS)))
+    return view

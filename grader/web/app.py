@@ -13,7 +13,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from grader.errors import GraderError
 from grader.service.logs import request_id
@@ -23,38 +22,25 @@ from grader.web.templating import render
 
 log = logging.getLogger("grader.web")
 
-SECURITY_HEADERS = [
-    (b"content-security-policy", assets.SERVED_CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
-]
+SECURITY_HEADERS = {
+    "content-security-policy": assets.SERVED_CSP,
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+    "cross-origin-opener-policy": "same-origin",
+    "permissions-policy": "camera=(), microphone=(), geolocation=()",
+}
 
 
-class SecurityHeaders:
-    """Every page answer carries the strict CSP; pages are private, so none is cached."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        static = scope["path"].endswith(".css")
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                if not static:
-                    headers = [(k, v) for k, v in headers if k.lower() != b"cache-control"] + [(b"cache-control", b"no-store")]
-                message["headers"] = headers + SECURITY_HEADERS
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
+async def security_headers(request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]
+    """Every page answer carries the strict CSP (unless it set a stricter-scoped one); pages are private,
+    so none is cached except the versioned stylesheet."""
+    response = await call_next(request)
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if not request.url.path.endswith(".css"):
+        response.headers["cache-control"] = "no-store"
+    return response
 
 
 def error_page(status: int, message: str) -> HTMLResponse:
@@ -93,7 +79,7 @@ def _unexpected(_: Request, exc: Exception) -> Response:
 
 
 def create_web_app(host: FastAPI) -> FastAPI:
-    from grader.web.pages import calibration, evaluation, logbook, login, queue, static
+    from grader.web.pages import audits, calibration, evaluation, logbook, login, queue, static
 
     web = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, title="NKI Grader pages")
     web.state.host = host
@@ -104,9 +90,9 @@ def create_web_app(host: FastAPI) -> FastAPI:
     web.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     web.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     web.add_exception_handler(Exception, _unexpected)
-    for module in (login, queue, evaluation, calibration, logbook, static):
+    for module in (login, queue, evaluation, calibration, audits, logbook, static):
         web.include_router(module.router)
-    web.add_middleware(SecurityHeaders)
+    web.middleware("http")(security_headers)
     return web
 
 

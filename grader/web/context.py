@@ -29,6 +29,7 @@ NAV = [
     ("queue", "Review queue", "/queue", "submitter"),
     ("certification", "Certification", "/reviewers/me", "reviewer"),
     ("calibration", "Calibration", "/calibration", "lead"),
+    ("audits", "Audits & drift", "/audits", "lead"),
     ("audit-log", "Audit log", "/audit-log", "lead"),
 ]
 

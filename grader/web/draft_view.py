@@ -7,6 +7,7 @@ The same view feeds the served page (with review state and forms) and the standa
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -26,6 +27,8 @@ SIM_FINDING_KINDS = ("sim.error", "sim.incomplete", "sim.finding", "sim.referenc
 NUMERICS_KINDS = ("sim.output", "numerics.")
 PERF_PREFIX = "perf."
 ROOFLINE_KIND = "perf.roofline"
+_BLOCKER_WORDS = {"calibration": "calibration gate failed", "the": "calibration gate failed in a newer run",
+                  "far_from_gold": "far_from_gold"}
 # Flags a reviewer must act on before sign-off (grader.service.review.BLOCKING_FLAGS) read as alerts.
 ALERT_FLAGS = ("contradicts_evidence", "far_from_gold")
 
@@ -140,6 +143,14 @@ class CriterionView:
     @property
     def changed(self) -> bool:
         return self.state is not None and self.state.current != self.state.drafted
+
+    @property
+    def blocker_summary(self) -> str:
+        """The blockers in a few words ('contradicts_evidence x3; calibration gate failed'); the flags
+        themselves are shown in full above the forms."""
+        words = [_BLOCKER_WORDS.get(b.split(":", 1)[0].split(" ")[0], b.split(":", 1)[0][:80]) if not b.startswith("flagged ")
+                 else b.split(":", 1)[0].removeprefix("flagged ") for b in (self.state.blockers if self.state else [])]
+        return "; ".join(f"{w} x{n}" if n > 1 else w for w, n in Counter(words).items())
 
     @property
     def needs_ack(self) -> bool:

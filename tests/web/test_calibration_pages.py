@@ -75,6 +75,12 @@ def test_calibration_run_and_certification_pages(web, sets):
     assert stored.status_code == 200
     mine = reviewer.get(f"/ui/reviewers/{web.keys['reviewer'][0].id}?set=mini-set").text
     assert "Certification of reviewer" in mine and "Certified for" in mine and "certified</span>" in mine
+    # The bootstrap behind it runs once per reviewer, set, run and version of the scores.
+    me = web.keys["reviewer"][0]
+    first = calibration.reviewer_calibration(web.store, web.settings, me, me.id, "mini-set")
+    assert calibration.reviewer_calibration(web.store, web.settings, me, me.name, "mini-set") is first
+    web.client().post("/v1/reviewer-scores", headers=auth, json={"set": "mini-set", "scores": gold_scores(sets)[:1]})
+    assert calibration.reviewer_calibration(web.store, web.settings, me, me.id, "mini-set") is not first
     assert reviewer.get(f"/ui/reviewers/{web.keys['reviewer2'][0].id}?set=mini-set").status_code == 403
     assert lead.get(f"/ui/reviewers/{web.keys['reviewer'][0].id}?set=mini-set").status_code == 200
     assert lead.get("/ui/reviewers/nobody").status_code == 404
