@@ -4,6 +4,7 @@ review and sign-off forms going through the service's rules, and the audit-log e
 from __future__ import annotations
 
 import json
+import re
 
 from grader.store import audit_log
 from grader.store.keys import revoke_key
@@ -263,3 +264,14 @@ def test_migration_0003_summarises_existing_drafts(tmp_path):
         row = conn.execute(text("SELECT flag_codes, uncalibrated FROM drafts")).one()
     assert tuple(row) == (" contradicts_evidence far_from_gold ", 1)
     store.dispose()
+
+
+def test_flags_and_verdicts_never_rely_on_colour_alone(web):
+    eid = web.submit(flag="contradicts_evidence")
+    html = web.sign_in("reviewer").get(f"/ui/evaluations/{eid}").text
+    badges = re.findall(r'<span class="badge (\w+)">((?:<span aria-hidden="true">[^<]*</span>)?[^<]*)</span>', html)
+    assert len(badges) > 10
+    for colour, inner in badges:
+        words = re.sub(r"<[^>]+>", "", inner).strip()
+        assert re.search(r"[a-z]{3}", words), (colour, inner)  # a word, whatever the colour
+    assert '<span aria-hidden="true">⚠ </span>contradicts_evidence' in html

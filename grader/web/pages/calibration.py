@@ -8,6 +8,8 @@ readable by screen readers, and allowed by the strict CSP. The calibration repor
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 from starlette.responses import HTMLResponse, Response
@@ -84,8 +86,8 @@ def reviewers(ctx: PageContext = Depends(page("lead")), set: str = Query("", max
 
 
 @router.get("/reviewers/me")
-def my_certification(ctx: PageContext = Depends(page("reviewer"))) -> Response:
-    return ctx.redirect(f"{UI}/reviewers/{ctx.who.id}")
+def my_certification(ctx: PageContext = Depends(page("reviewer")), set: str = Query("", max_length=100)) -> Response:
+    return ctx.redirect(f"{UI}/reviewers/{ctx.who.id}" + (f"?set={quote(set)}" if set else ""))
 
 
 @router.get("/reviewers/{reviewer_id}")

@@ -10,17 +10,26 @@ from starlette.responses import Response
 
 from grader.store import audit_log
 from grader.store.models import AuditEntry
-from grader.web.context import PageContext, page
+from grader.web.context import UI, PageContext, page
 
 router = APIRouter()
 PAGE_SIZE = 100
 
 
-def _data_text(raw: str) -> str:
+def _data(raw: str) -> tuple[str, dict]:
+    """The entry's data pretty-printed, and parsed (for links by job kind)."""
     try:
-        return json.dumps(json.loads(raw), ensure_ascii=False, sort_keys=True, indent=1)
+        parsed = json.loads(raw)
     except ValueError:
-        return raw
+        return raw, {}
+    return json.dumps(parsed, ensure_ascii=False, sort_keys=True, indent=1), parsed if isinstance(parsed, dict) else {}
+
+
+def _link(subject: str, data: dict) -> str | None:
+    """The page of an entry's subject: evaluations and calibration runs are jobs."""
+    if not subject.startswith("job:"):
+        return None
+    return f"{UI}/{'calibration' if data.get('kind') == 'calibration' else 'evaluations'}/{subject[4:]}"
 
 
 @router.get("/audit-log")
@@ -37,8 +46,11 @@ def audit_log_page(
         start = after if after is not None else (0 if subject else max(0, head - PAGE_SIZE))
         rows = audit_log.page(session, after=start, limit=PAGE_SIZE, subject=subject or None)
         report = audit_log.verify(session) if verify else None
-    entries = [{"seq": r.seq, "at": r.at, "actor": r.actor, "action": r.action, "subject": r.subject,
-                "data": _data_text(r.data), "hash": r.hash} for r in rows]
+    entries = []
+    for r in rows:
+        text, data = _data(r.data)
+        entries.append({"seq": r.seq, "at": r.at, "actor": r.actor, "action": r.action, "subject": r.subject,
+                        "data": text, "hash": r.hash, "link": _link(r.subject, data)})
     earlier = max(0, start - PAGE_SIZE) if start > 0 else None
     later = rows[-1].seq if len(rows) == PAGE_SIZE else None
     return ctx.html("audit_log.html.j2", nav="audit-log", entries=entries, subject=subject, head=head,
