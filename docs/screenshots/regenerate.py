@@ -131,12 +131,14 @@ def main() -> None:
             shoot(page, "07-evidence-by-collector")
             page.goto(f"{base}/ui/evaluations/{ids['matmul-tiled']}")
             shoot(page, "08-signed-off-draft")
+            calibration.reviewer_calibration(store, settings, Principal(made["rita"][0], "rita", "reviewer"), made["rita"][0], "mini-set")  # warm the cache
             page.goto(f"{base}/ui/reviewers/me?set=mini-set")
             shoot(page, "09-reviewer-certification")
             page.get_by_role("button", name="Sign out").click()
             sign_in(page, base, made["lee"])
             page.goto(f"{base}/ui/calibration/{made['run']}")
-            shoot(page, "10-calibration-run", full=True)
+            shoot(page, "10-calibration-run")
+            page.locator(".heatmaps").screenshot(path=str(OUT / "10b-confusion-matrices.png"))
             page.goto(f"{base}/ui/audit-log")
             shoot(page, "11-audit-log")
             report = tmp / "draft.html"
