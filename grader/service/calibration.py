@@ -8,14 +8,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grader.consistency.report import CalibrationReport, ReviewerReport
 from grader.consistency.reviews import ReviewerScore
 from grader.service.errors import Conflict, Forbidden, Invalid, NotFound
 from grader.service.evaluations import job_settings
-from grader.service.run_jobs import EVALS, RunJobs, RunJobView, RunRequest, checked_rubric, pick_set, sets_under
+from grader.service.run_jobs import (
+    EVALS,
+    RunJobs,
+    RunJobSummary,
+    RunJobView,
+    RunRequest,
+    checked_rubric,
+    pick_set,
+    sets_under,
+)
 from grader.settings import Settings
 from grader.store import audit_log
 from grader.store.db import Store
@@ -59,32 +68,9 @@ def get_run(store: Store, run_id: str) -> CalibrationRunView:
     return RUNS.get(store, run_id)
 
 
-class CalibrationRunSummary(BaseModel):
-    """A line of the list of calibration runs: the job, and the run's verdict once it is done."""
-
-    id: str
-    state: Literal["queued", "running", "done", "failed"]
-    set: str
-    error: str | None
-    created_at: datetime
-    finished_at: datetime | None
-    drafter: str | None = None
-    epoch: str | None = None
-    passed: bool | None = None
-
-
-def list_runs(store: Store, *, offset: int = 0, limit: int = 50) -> tuple[list[CalibrationRunSummary], int]:
+def list_runs(store: Store, *, offset: int = 0, limit: int = 50) -> tuple[list[RunJobSummary], int]:
     """Calibration runs, newest first, with the total count."""
-    with store.read() as session:
-        total = session.scalar(select(func.count()).select_from(Job).where(Job.kind == KIND)) or 0
-        rows = session.execute(
-            select(Job, CalibrationRun.drafter, CalibrationRun.epoch, CalibrationRun.passed)
-            .outerjoin(CalibrationRun, CalibrationRun.job_id == Job.id).where(Job.kind == KIND)
-            .order_by(Job.created_at.desc(), Job.id).offset(offset).limit(limit))
-        out = [CalibrationRunSummary(id=job.id, state=job.state, set=job.params["set"], error=job.error,
-                                     created_at=iso(job.created_at), finished_at=iso(job.finished_at),
-                                     drafter=drafter, epoch=epoch, passed=passed) for job, drafter, epoch, passed in rows]
-    return out, total
+    return RUNS.list_jobs(store, offset=offset, limit=limit)
 
 
 def run_calibration_job(store: Store, settings: Settings, job: Job):  # type: ignore[no-untyped-def]

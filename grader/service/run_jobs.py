@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from grader.consistency.report import RunReport
@@ -74,6 +74,20 @@ class RunJobView(BaseModel):
     report: Any = None
 
 
+class RunJobSummary(BaseModel):
+    """A line of a list of runs: the job, and the report's verdict once it is done."""
+
+    id: str
+    state: Literal["queued", "running", "done", "failed"]
+    set: str
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+    drafter: str | None = None
+    epoch: str | None = None
+    passed: bool | None = None
+
+
 V = TypeVar("V", bound=RunJobView)
 
 
@@ -106,3 +120,16 @@ class RunJobs(Generic[V]):
             if job is None or job.kind != self.kind:
                 raise NotFound(f"no such {self.label}")
             return self.view_of(session, job)
+
+    def list_jobs(self, store: Store, *, offset: int = 0, limit: int = 50) -> tuple[list[RunJobSummary], int]:
+        """The runs of this kind, newest first, with the total count (without loading reports)."""
+        t = self.table
+        with store.read() as session:
+            total = session.scalar(select(func.count()).select_from(Job).where(Job.kind == self.kind)) or 0
+            rows = session.execute(
+                select(Job, t.drafter, t.epoch, t.passed).outerjoin(t, t.job_id == Job.id).where(Job.kind == self.kind)
+                .order_by(Job.created_at.desc(), Job.id).offset(offset).limit(limit))
+            return [RunJobSummary(id=job.id, state=job.state, set=job.params["set"], error=job.error,
+                                  created_at=iso(job.created_at), finished_at=iso(job.finished_at),
+                                  drafter=drafter, epoch=epoch, passed=passed)
+                    for job, drafter, epoch, passed in rows], total
