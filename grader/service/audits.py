@@ -21,7 +21,15 @@ from grader.consistency.report import RunReport
 from grader.service import calibration
 from grader.service.errors import Invalid
 from grader.service.evaluations import job_settings
-from grader.service.run_jobs import EVALS, RunJobs, RunJobView, RunRequest, checked_rubric, pick_set
+from grader.service.run_jobs import (
+    EVALS,
+    RunJobs,
+    RunJobSummary,
+    RunJobView,
+    RunRequest,
+    checked_rubric,
+    pick_set,
+)
 from grader.settings import Settings
 from grader.store.db import Store
 from grader.store.keys import Principal
@@ -90,6 +98,11 @@ def submit_audit(store: Store, settings: Settings, principal: Principal, request
 
 def get_audit(store: Store, audit_id: str) -> AuditView:
     return AUDITS.get(store, audit_id)
+
+
+def list_audits(store: Store, *, offset: int = 0, limit: int = 50) -> tuple[list[RunJobSummary], int]:
+    """Audit jobs, newest first, with the total count."""
+    return AUDITS.list_jobs(store, offset=offset, limit=limit)
 
 
 def run_audit_job(store: Store, settings: Settings, job: Job):  # type: ignore[no-untyped-def]

@@ -20,7 +20,13 @@ from grader.store.db import Store
 from grader.store.keys import LOCAL_USER, ROLES, Principal, list_keys
 from grader.web import assets
 from grader.web.draft_view import ALERT_FLAGS
-from grader.web.session import Session, SessionCodec, csrf_ok, live_principal, same_origin
+from grader.web.session import (
+    Session,
+    SessionCodec,
+    csrf_ok,
+    live_principal,
+    same_origin,
+)
 from grader.web.templating import render
 
 UI = "/ui"
@@ -150,6 +156,7 @@ def form(role: str | None) -> Callable[..., object]:
         if not csrf_ok(ctx.session, data.get("csrf") if isinstance(data.get("csrf"), str) else None):
             raise PageError(403, "The form's security token is missing or stale; reload the page and try again.")
         request.state.form = {k: v for k, v in data.items() if isinstance(v, str)}
+        request.state.form_lists = {k: [v for v in data.getlist(k) if isinstance(v, str)] for k in data}  # checkboxes
         return ctx
 
     dependency.required_role = role  # type: ignore[attr-defined]

@@ -65,6 +65,9 @@ def test_calibration_run_and_certification_pages(web, sets):
     assert "script-src" not in report.headers["content-security-policy"] and "<img" in report.text
     listing = lead.get("/ui/calibration").text
     assert run_url.rsplit("/", 1)[1][:12] in listing
+    # The audit log leads from the run's job entries and its saved report to the run's page.
+    log = lead.get("/ui/audit-log").text
+    assert log.count(f'href="{run_url}"') >= 4  # job.queued, job.started, calibration.saved, job.done
 
     # A reviewer's certification: their scores (as gold) beside the newest run of the set.
     reviewer = web.sign_in("reviewer")

@@ -229,7 +229,7 @@ def test_queue_filters_by_flags_and_calibration_in_pages_and_api(web):
     flagged, plain = web.submit(flag="contradicts_evidence"), web.submit("matmul-tiled")
     c = web.sign_in("reviewer")
     page = c.get("/ui/queue?flag=contradicts_evidence").text
-    assert flagged[:12] in page and plain[:12] not in page and "⚠ </span>contradicts_evidence" in page
+    assert flagged[:12] in page and plain[:12] not in page and "⚠&nbsp;</span>contradicts_evidence" in page
     page = c.get("/ui/queue?flag=none").text
     assert plain[:12] in page and flagged[:12] not in page
     assert "0 evaluations" in c.get("/ui/queue?calibrated=yes").text  # no calibration run exists
@@ -274,4 +274,4 @@ def test_flags_and_verdicts_never_rely_on_colour_alone(web):
     for colour, inner in badges:
         words = re.sub(r"<[^>]+>", "", inner).strip()
         assert re.search(r"[a-z]{3}", words), (colour, inner)  # a word, whatever the colour
-    assert '<span aria-hidden="true">⚠ </span>contradicts_evidence' in html
+    assert '<span aria-hidden="true">⚠&nbsp;</span>contradicts_evidence' in html  # the icon never wraps alone

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 from starlette.responses import HTMLResponse, Response
 
+from evidence.validation import one_line
 from grader.consistency.compare import CriterionAgreement
 from grader.service import calibration as service
 from grader.service.errors import ServiceError
@@ -52,8 +53,7 @@ def start_run(request: Request, ctx: PageContext = Depends(form("lead"))) -> Res
     try:
         view = service.submit_run(ctx.store, ctx.settings, ctx.who, service.CalibrationRequest.model_validate(fields))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        return _runs_page(ctx, status=422, error=f"{'.'.join(map(str, first['loc']))}: {first['msg']}", values=data)
+        return _runs_page(ctx, status=422, error=one_line(exc), values=data)
     except ServiceError as exc:
         return _runs_page(ctx, status=exc.status, error=exc.one_line(), values=data)
     return ctx.redirect(f"{UI}/calibration/{view.id}")

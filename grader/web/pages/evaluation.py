@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
+from evidence.validation import one_line
 from grader.service import evaluations as service
 from grader.service import review
 from grader.service.errors import ServiceError
@@ -99,8 +100,7 @@ def _decision(data: dict[str, str]) -> CriterionDecision:
 def _failure(exc: ServiceError | PageError | ValidationError) -> tuple[str, int]:
     """One line and a status for a refused decision (the service's own words where it refused)."""
     if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}", 422
+        return one_line(exc), 422
     if isinstance(exc, PageError):
         return exc.message, exc.status
     return exc.one_line(), exc.status

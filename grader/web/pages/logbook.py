@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query
 from sqlalchemy import func, select
@@ -25,11 +26,18 @@ def _data(raw: str) -> tuple[str, dict]:
     return json.dumps(parsed, ensure_ascii=False, sort_keys=True, indent=1), parsed if isinstance(parsed, dict) else {}
 
 
+JOB_PAGES = {"evaluation": "evaluations", "calibration": "calibration", "audit": "audits"}  # job kind -> pages
+
+
 def _link(subject: str, data: dict) -> str | None:
-    """The page of an entry's subject: evaluations and calibration runs are jobs."""
-    if not subject.startswith("job:"):
-        return None
-    return f"{UI}/{'calibration' if data.get('kind') == 'calibration' else 'evaluations'}/{subject[4:]}"
+    """The page of an entry's subject: evaluations, calibration runs and audits are jobs; a saved
+    calibration run or audit names the job that made it."""
+    kind, _, ref = subject.partition(":")
+    if kind == "job":
+        return f"{UI}/{JOB_PAGES.get(data.get('kind', 'evaluation'), 'evaluations')}/{quote(ref)}"
+    if kind in ("calibration", "audit") and isinstance(data.get("job"), str):
+        return f"{UI}/{JOB_PAGES[kind]}/{quote(data['job'])}"
+    return None
 
 
 @router.get("/audit-log")
