@@ -5,7 +5,8 @@
 Builds a throw-away service (SQLite in a temporary folder) with the README's examples drafted by the
 rules drafter and one drafted by a model (the loopback fake OpenAI server, whose scores break the
 rubric's caps, so the guard flags them), a calibration run of the tests' five-item gold set, a
-reviewer's calibration scores, and a few review decisions; then drives Debian's Chromium through
+reviewer's calibration scores, a few review decisions and a grader-consistency audit of the gold set
+(renamed and injected variants, drift against the calibration run); then drives Debian's Chromium through
 every page and saves one PNG per page. Offline; takes a few minutes on two cores.
 """
 
@@ -24,8 +25,12 @@ os.environ.setdefault("GRADER_DATA_DIR", tempfile.mkdtemp(prefix="grader-shots-"
 os.environ.setdefault("OPENAI_API_KEY", "sk-loopback")
 
 from grader.api.app import create_app  # noqa: E402
-from grader.service import calibration, evaluations, review  # noqa: E402
-from grader.service.calibration import CalibrationRequest, ReviewerScoreIn, ReviewerScoresRequest  # noqa: E402
+from grader.service import audits, calibration, evaluations, review  # noqa: E402
+from grader.service.calibration import (  # noqa: E402
+    CalibrationRequest,
+    ReviewerScoreIn,
+    ReviewerScoresRequest,
+)
 from grader.service.evaluations import EvaluationOptions  # noqa: E402
 from grader.service.views import CriterionDecision  # noqa: E402
 from grader.service.worker import Worker  # noqa: E402
@@ -88,7 +93,11 @@ def build(store: Store, settings: Settings, model_url: str) -> dict[str, object]
             s["score"] = max(1, s["score"] - 1)
     calibration.submit_scores(store, settings, principal(rita), ReviewerScoresRequest(
         set="mini-set", scores=[ReviewerScoreIn(**s) for s in scores]))
-    return {"ids": ids, "run": run.id, "rita": (rita.id, rita_token), "lee": lee_token}
+    audits.AUDIT_SET = mini_set()
+    audit = audits.submit_audit(store, settings, principal(lee), audits.AuditRequest(
+        set="mini-set", against=run.id, perturbations=["rename", "injection"], resamples=200))
+    worker.run(max_jobs=1)
+    return {"ids": ids, "run": run.id, "audit": audit.id, "rita": (rita.id, rita_token), "lee": lee_token}
 
 
 def sign_in(page, base: str, token: str) -> None:  # type: ignore[no-untyped-def]
@@ -109,7 +118,8 @@ def main() -> None:
     with FakeOpenAIServer(default=model_reply) as model:
         store = Store(sqlite_url(tmp / "grader.db"))
         migrate.upgrade(store)
-        settings = Settings(data_dir=tmp, drafter="rules", api_base=model.base_url, use_cache=False)
+        settings = Settings(data_dir=tmp, drafter="rules", api_base=model.base_url, use_cache=False,
+                            allowed_models="openai/fake-judge")
         made = build(store, settings, model.base_url)
         ids, rita_token = made["ids"], made["rita"][1]
         with LiveServer(create_app(settings, store)) as server, chromium() as browser:
@@ -139,8 +149,11 @@ def main() -> None:
             page.goto(f"{base}/ui/calibration/{made['run']}")
             shoot(page, "10-calibration-run")
             page.locator(".heatmaps").screenshot(path=str(OUT / "10b-confusion-matrices.png"))
+            print("wrote docs/screenshots/10b-confusion-matrices.png")
             page.goto(f"{base}/ui/audit-log")
             shoot(page, "11-audit-log")
+            page.goto(f"{base}/ui/audits/{made['audit']}")
+            shoot(page, "13-audit-and-drift", full=True)
             report = tmp / "draft.html"
             from grader.service.evaluations import get_submission_of
             from grader.web.standalone import render_standalone
