@@ -12,6 +12,7 @@ from evidence.static.injection_collector import INJECTION_KIND
 from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
+from grader.drafting.confidence import confidence, draft_state
 from grader.drafting.reasons import HIGH, conflict_flags, conflicts, support_items, support_sentence
 from grader.evidence_rules import RuleOutcome, evaluate_rules
 from grader.rubric import Criterion, Rubric
@@ -91,6 +92,7 @@ def draft_criterion(
     score, steps = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)
     level = next(level.descriptor for level in criterion.levels if level.score == score)
     found = conflicts(criterion, bundle)
+    state = draft_state(outcome, score, bool(found))
     rationale = " ".join(steps) + f" Level {score}: {level}" + support_sentence(outcome, score)
     if found:
         rationale += (f" The simulation contradicts {len(found)} static finding(s) this criterion rests on; "
@@ -107,13 +109,31 @@ def draft_criterion(
                 cited.setdefault(item.id, _cite(item))
     for item in outcome.basis[:MAX_BASIS_CITATIONS]:
         cited.setdefault(item.id, _cite(item))
-    # Confidence reflects how much of the criterion's basis the evidence covered, not the score.
-    covered = sum(any(kind_matches(k, i.kind) for i in outcome.basis) for k in criterion.basis)
-    confidence = round(0.5 + 0.5 * covered / max(1, len(criterion.basis)), 3)
     return CriterionDraft(
         criterion_id=criterion.id, status="scored", score=score, rationale=rationale,
-        citations=tuple(cited.values()), confidence=confidence, flags=flags + tuple(conflict_flags(found)),
+        citations=tuple(cited.values()), confidence=confidence(criterion, rubric.id, state, _coverage(criterion, outcome)),
+        flags=flags + tuple(conflict_flags(found)),
     )
+
+
+def _coverage(criterion: Criterion, outcome: RuleOutcome) -> float:
+    """The share of the criterion's basis kinds the evidence covered (confidence without a calibration table)."""
+    covered = sum(any(kind_matches(k, i.kind) for i in outcome.basis) for k in criterion.basis)
+    return covered / max(1, len(criterion.basis))
+
+
+def criterion_state(
+    criterion: Criterion, submission: Submission, bundle: EvidenceBundle, rubric: Rubric,
+) -> tuple[int, str, float] | None:
+    """(score, draft state, basis coverage) of a scored criterion, None when it is not scored: what
+    `evals/fit_confidence.py` counts against gold."""
+    if not_applicable_reason(criterion, submission):
+        return None
+    outcome = evaluate_rules(criterion, bundle)
+    if not outcome.basis:
+        return None
+    score, _ = _score(criterion, outcome, rubric.scale_min, rubric.scale_max)
+    return score, draft_state(outcome, score, bool(conflicts(criterion, bundle))), _coverage(criterion, outcome)
 
 
 class RulesDrafter:
