@@ -16,6 +16,7 @@ from collections.abc import Callable
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.report import Report
 from evidence.nki.state import PSUM_BANKS
+from evidence.nki.trace import SMALL_DMA_BYTES_PER_PARTITION
 
 TRACE_FACT_KINDS = {
     "sim.line": "what one kernel line's instructions did over the run: compute instructions with their mean/min "
@@ -24,7 +25,9 @@ TRACE_FACT_KINDS = {
     "sim.reuse": "HBM locality from the trace: bytes read, bytes read again (redundant_ratio), SBUF peak against "
                  "the target's capacity (sbuf_peak_fraction), PSUM banks at peak",
     "sim.dma_sizes": "DMA transfer sizes from the trace: count, mean bytes per partition per transfer, the fraction "
-                     "under 512 B per partition (small_fraction)",
+                     "under 512 B per partition (small_fraction), the lines issuing such transfers (small_lines) and the "
+                     "share of bytes they move (small_byte_fraction); label small_transfers = none | pattern (small lines moving "
+                     "under half the bytes) | mostly",
     "sim.partition_use": "engine fill from the trace (kernels with compute instructions): mean partitions used by "
                          "compute instructions (partition_utilisation), mean elements per partition per instruction "
                          "(free_elements_mean) and per instruction (elements_mean), the fraction of tiny instructions "
@@ -64,10 +67,18 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
                        "psum_peak_banks": report.psum_peak_banks}))
     n = report.dma_count
     small = report.dma_small_count / n if n else 0.0
+    small_lines, small_bytes = _small_transfer_lines(report)
+    small_share = small_bytes / report.dma_bytes if report.dma_bytes else 0.0
+    dma_sizes_at = len(items)
     items.append(fact("sim.dma_sizes", f"DMA sizes: {n} transfers, {_bytes(report.dma_bytes_per_partition_mean)} per "
-                      f"partition per transfer on average, {small:.0%} under 512 B per partition",
+                      f"partition per transfer on average, {small:.0%} under 512 B per partition; {small_lines} line(s) "
+                      f"issue small transfers, moving {small_share:.0%} of the bytes",
                       {"dma_count": n, "bytes_per_partition_mean": report.dma_bytes_per_partition_mean,
-                       "bytes_mean": report.dma_bytes_mean, "small_fraction": round(small, 6)}))
+                       "bytes_mean": report.dma_bytes_mean, "small_fraction": round(small, 6),
+                       "small_lines": small_lines, "small_byte_fraction": round(small_share, 6)}))
+    # the rubric's words: "mostly small transfers" (most bytes) vs "one avoidable small transfer pattern"
+    pattern = "none" if not small_lines else "mostly" if small_share >= 0.5 else "pattern"
+    items[dma_sizes_at] = items[dma_sizes_at].model_copy(update={"labels": {"small_transfers": pattern}})
     compute = sum(s.instructions for s in report.lines)
     if compute:  # a pure-DMA kernel has no engine fill to judge
         tiny = report.tiny_instr_count / compute
@@ -80,6 +91,18 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
                            "free_elements_mean": report.free_elements_mean, "elements_mean": round(elements, 3),
                            "tiny_fraction": round(tiny, 6), "compute_instructions": compute}))
     return items
+
+
+def _small_transfer_lines(report: Report) -> tuple[int, int]:
+    """(lines whose transfers average under 512 B per partition, the bytes they move). A small-transfer
+    *pattern* is a line: a tiny per-tile store beside large loads is one pattern moving few bytes, not
+    "mostly small transfers" however many tiles repeat it."""
+    lines = bytes_ = 0
+    for s in report.lines:
+        if s.dma_count and s.dma_bytes / s.dma_count / max(s.dma_partitions_mean, 1.0) < SMALL_DMA_BYTES_PER_PARTITION:
+            lines += 1
+            bytes_ += s.dma_bytes
+    return lines, bytes_
 
 
 def _line_item(s, analyzer: str, located) -> EvidenceItem | None:
