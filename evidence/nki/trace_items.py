@@ -25,7 +25,7 @@ TRACE_FACT_KINDS = {
     "sim.reuse": "HBM locality from the trace: bytes read, bytes read again (redundant_ratio), SBUF peak against "
                  "the target's capacity (sbuf_peak_fraction), PSUM banks at peak",
     "sim.dma_sizes": "DMA transfer sizes from the trace: count, mean bytes per partition per transfer, the fraction "
-                     "under 512 B per partition (small_fraction), the lines issuing such transfers (small_lines) and the "
+                     "under 512 B per partition (small_fraction), the lines issuing such transfers repeatedly (small_lines) and the "
                      "share of bytes they move (small_byte_fraction); label small_transfers = none | pattern (small lines moving "
                      "under half the bytes) | mostly",
     "sim.partition_use": "engine fill from the trace (kernels with compute instructions): mean partitions used by "
@@ -94,12 +94,13 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
 
 
 def _small_transfer_lines(report: Report) -> tuple[int, int]:
-    """(lines whose transfers average under 512 B per partition, the bytes they move). A small-transfer
-    *pattern* is a line: a tiny per-tile store beside large loads is one pattern moving few bytes, not
-    "mostly small transfers" however many tiles repeat it."""
+    """(lines that issue transfers under 512 B per partition again and again, the bytes they move). A
+    small-transfer *pattern* is a line: a tiny per-tile store beside large loads is one pattern moving
+    few bytes, not "mostly small transfers" however many tiles repeat it; a line issuing one small
+    transfer (the whole [rows, 1] result stored once) is as batched as the data allows."""
     lines = bytes_ = 0
     for s in report.lines:
-        if s.dma_count and s.dma_bytes / s.dma_count / max(s.dma_partitions_mean, 1.0) < SMALL_DMA_BYTES_PER_PARTITION:
+        if s.dma_count > 1 and s.dma_bytes / s.dma_count / max(s.dma_partitions_mean, 1.0) < SMALL_DMA_BYTES_PER_PARTITION:
             lines += 1
             bytes_ += s.dma_bytes
     return lines, bytes_
