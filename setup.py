@@ -12,7 +12,7 @@ setup(
     + list(SHIPPED),
     package_dir=SHIPPED,
     package_data={
-        "grader.rubrics": ["*.toml"],
+        "grader.rubrics": ["*.toml", "*.confidence.json"],  # calibrated confidence of rules drafts
         "grader.prompts": ["*.j2"],
         # Templates, static assets and migration scripts that grader subpackages keep next to their code.
         "grader": ["**/*.j2", "**/*.html", "**/*.css", "**/*.js", "**/*.ini", "**/*.mako", "**/*.json"],

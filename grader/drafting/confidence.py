@@ -12,7 +12,7 @@ the calibration set for the criterion and the *state* the score was reached in:
 - `unsupported`: no rule lowered the score and no positive evidence was found.
 
 `evals/fit_confidence.py` drafts every item of a calibration set and counts, per criterion and state,
-how many drafts equalled gold; the counts live in `rubrics/<rubric id>.confidence.json`. The estimate
+how many drafts equalled gold; the counts live in `<rubric id>.confidence.json` beside the rubric file. The estimate
 shrinks a sparse cell towards the state's rate over all criteria: (agree + M * p_state) / (n + M),
 with p_state = (agree_state + 1) / (n_state + 2). Without a table the draft says so: confidence is
 then the share of the criterion's basis kinds present, as before calibration.
@@ -26,7 +26,8 @@ from pathlib import Path
 
 from evidence.model import EvidenceItem
 from grader.evidence_rules import RuleOutcome
-from grader.rubric import RUBRICS_DIR, Criterion
+from grader.resources import shipped_dir
+from grader.rubric import Criterion, available_rubrics
 
 STATES = ("conflict", "capped_measured", "capped_static", "penalised", "supported", "unsupported")
 SHRINK = 4.0  # pseudo-items of the state's pooled rate added to each criterion's cell
@@ -50,7 +51,10 @@ def draft_state(outcome: RuleOutcome, score: int, conflicted: bool) -> str:
 
 
 def table_path(rubric_id: str) -> Path:
-    return RUBRICS_DIR / f"{rubric_id}.confidence.json"
+    """Beside the rubric file in use: a user rubric that overrides a shipped one is not calibrated by
+    the shipped table."""
+    rubric_file = available_rubrics().get(rubric_id)
+    return (rubric_file.parent if rubric_file else shipped_dir("rubrics")) / f"{rubric_id}.confidence.json"
 
 
 @cache

@@ -99,11 +99,23 @@ def test_same_input_gives_byte_identical_json():
 
 
 def test_ratio_rules_read_two_metrics():
-    trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 60.0, "dma_count": 100.0})
-    c = draft(bundle(MATCHING, KERNEL_FACT, trace)).criterion("data_movement")
-    assert c.score == 2  # at least half of the transfers carry under 512 B per partition
-    empty = item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 0.0})
-    assert draft(bundle(MATCHING, KERNEL_FACT, empty)).criterion("data_movement").score == 5
+    from grader.evidence_rules import item_matches
+    from grader.rubric import EvidenceMatch
+
+    half_small = EvidenceMatch(kind="sim.trace", metric="dma_small_count", ratio_to="dma_count", op=">=", value=0.5)
+    assert item_matches(half_small, item("sim.trace", "sim.trace", metrics={"dma_small_count": 60.0, "dma_count": 100.0}))
+    assert not item_matches(half_small, item("sim.trace", "sim.trace", metrics={"dma_small_count": 40.0, "dma_count": 100.0}))
+    # no denominator: the test cannot apply
+    assert not item_matches(half_small, item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 0.0}))
+
+
+def test_small_transfers_count_by_the_bytes_they_move():
+    def sizes(pattern):
+        return item("sim.dma_sizes:kernel.py", "sim.dma_sizes", labels={"small_transfers": pattern})
+    trace = item("sim.trace:kernel.py", "sim.trace", metrics={"dma_count": 8.0, "dma_small_count": 4.0})
+    scores = {p: draft(bundle(MATCHING, KERNEL_FACT, trace, sizes(p))).criterion("data_movement").score
+              for p in ("none", "pattern", "mostly")}
+    assert scores == {"none": 5, "pattern": 4, "mostly": 2}
 
 
 def test_injection_attempts_are_flagged_for_the_reviewer_but_do_not_move_scores():
