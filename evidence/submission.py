@@ -22,7 +22,8 @@ INPUT_DTYPES = (
     "float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2",
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "bool",
 )
-DISTRIBUTIONS = ("normal", "uniform", "zeros", "ones", "arange", "randint", "positive", "mask")
+DISTRIBUTIONS = ("normal", "uniform", "zeros", "ones", "arange", "randint", "positive", "mask",
+                 "large", "cancellation", "mixed")
 # A plain Python argument: a number, a flag, or a tuple of them (a shape such as (64, 64)); TOML/JSON
 # arrays arrive as tuples.
 Scalar = int | float | bool
@@ -142,6 +143,25 @@ class MigrationSpec(BaseModel):
     cuda_entry: str | None = None
 
 
+class NumericsSpec(BaseModel):
+    """Trials of the error model (evidence.numerics.errormodel): seeds, extra input distributions and
+    a second problem size that shows how the error grows with the reduction length."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seeds: int = Field(default=3, ge=1, le=16)
+    distributions: tuple[str, ...] = ()  # applied to every float input, one trial each, besides the inputs' own
+    shapes: dict[str, tuple[int, ...]] = Field(default_factory=dict)  # input name -> another shape (e.g. another K)
+
+    @field_validator("distributions")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [d for d in value if d not in DISTRIBUTIONS]
+        if unknown:
+            raise ValueError(f"unknown distribution(s) {unknown}; expected some of {', '.join(DISTRIBUTIONS)}")
+        return value
+
+
 class Manifest(BaseModel):
     """The parsed `submission.toml` (DESIGN §4)."""
 
@@ -154,6 +174,10 @@ class Manifest(BaseModel):
     migration: MigrationSpec | None = None
     claims: FileRef | None = None
     notes: FileRef | None = None
+    # optional: the NKI kernel the claims' speedups are measured against, same inputs (its estimate
+    # checks a claimed speedup)
+    baseline: ReferenceSpec | None = None
+    numerics: NumericsSpec | None = None  # optional: the error model's trials (defaults otherwise)
 
     @field_validator("inputs")
     @classmethod

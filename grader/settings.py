@@ -97,10 +97,16 @@ class Settings(BaseSettings):
         return SandboxConfig(mode=self.sandbox, bwrap=self.sandbox_bwrap, pids_cgroup=self.sandbox_pids_cgroup,
                              workers=self.sim_workers, import_policy=self.import_policy)
 
+    # Cost model: a TOML file overriding the hardware tables (evidence/perf/specs/*.toml).
+    perf_spec: str | None = None
+
     def collector_options(self) -> dict[str, dict[str, object]]:
         """Per-collector overrides handed to evidence.gather (evidence never reads grader settings)."""
-        return {"nki-simulator": {"timeout_s": self.sim_timeout_s, "reference_timeout_s": self.sim_reference_timeout_s,
-                                  "memory_limit_bytes": self.sim_memory_mb * 2**20, "sandbox": self.sandbox_config()}}
+        sim = {"timeout_s": self.sim_timeout_s, "memory_limit_bytes": self.sim_memory_mb * 2**20,
+               "sandbox": self.sandbox_config()}
+        return {"nki-simulator": {**sim, "reference_timeout_s": self.sim_reference_timeout_s},
+                "perf": {**sim, "spec_override": self.perf_spec},
+                "numerics": {**sim, "reference_timeout_s": self.sim_reference_timeout_s}}
 
     rubric: str = "nki-kernel-review"
     # Calibration runs and audits (JSON files until the service's database store replaces them);

@@ -57,6 +57,8 @@ def _referenced_files(manifest: Manifest) -> dict[str, str]:
         refs["claims.file"] = manifest.claims.file
     if manifest.notes:
         refs["notes.file"] = manifest.notes.file
+    if manifest.baseline:
+        refs["baseline.file"] = manifest.baseline.file
     return {path: field for field, path in refs.items()}  # the manifest model made the paths safe (evidence.paths)
 
 
@@ -101,6 +103,8 @@ def build_submission(data: dict[str, Any], read: Callable[[str], bytes | None], 
     _check_python(files[manifest.kernel.file], manifest.kernel.file, manifest.kernel.entry, "kernel.entry")
     if manifest.reference:
         _check_python(files[manifest.reference.file], manifest.reference.file, manifest.reference.entry, "reference.entry")
+    if manifest.baseline:
+        _check_python(files[manifest.baseline.file], manifest.baseline.file, manifest.baseline.entry, "baseline.entry")
     return Submission(manifest=manifest, files=dict(sorted(files.items())))
 
 

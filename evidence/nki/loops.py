@@ -30,8 +30,10 @@ class LoopRange:
         st.loops.append(frame)
         rec = st.recorder
         line = st.where()[1] if rec.keep else 0  # the loop header's kernel line, once per loop
+        # the error model's reversed-order trial runs affine iterations last to first (a legal order)
+        order = reversed(self.r) if self.kind == "affine" and st.affine_reversed else self.r
         try:
-            for i in self.r:
+            for i in order:
                 frame.it = i
                 if rec.keep:
                     rec.marks.append((len(rec.events), frame.token, self.kind, i, line))

@@ -69,6 +69,8 @@ class Report(BaseModel):
     sbuf_usable_bytes_per_partition: int
     psum_peak_banks: int
     findings: tuple[FindingModel, ...] = ()
+    dtypes: tuple[str, ...] = ()  # dtypes the instructions produced or moved (the error model's device dtype)
+    reduce_length: float = 0.0  # longest free-axis reduction, elements in per element out
 
 
 def build_report(st: State) -> Report:
@@ -117,6 +119,8 @@ def build_report(st: State) -> Report:
         sbuf_usable_bytes_per_partition=usable,
         psum_peak_banks=st.psum_peak,
         findings=tuple(out),
+        dtypes=tuple(sorted(agg.dtypes)),
+        reduce_length=agg.reduce_len,
     )
 
 

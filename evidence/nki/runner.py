@@ -58,8 +58,25 @@ def _fatal(exc: BaseException, src: Path, what: str) -> ChildError:
 def run(job: ChildJob, src: Path, monitor: Monitor) -> tuple[ChildResult, dict[str, np.ndarray]]:
     if str(src) not in sys.path:
         sys.path.insert(0, str(src))  # sibling helper modules of the submission
-    inputs = generate_inputs(job.inputs, job.seed)
+    inputs = _placeholders(job.inputs) if job.trace_only else generate_inputs(job.inputs, job.seed)
     return (_run_kernel if job.role == "kernel" else _run_reference)(job, src, monitor, inputs)
+
+
+def _placeholders(specs) -> list:
+    """Shape/dtype placeholders for a trace-only run (the cost model's); plain values pass through."""
+    from evidence.nki.shim.typing import TensorSpec
+
+    return [TensorSpec(s.shape, s.dtype) if s.is_tensor else s.value for s in specs]
+
+
+def _perf(sim, request: dict) -> dict:
+    """The cost model's summary of the trace (evidence.perf.analysis); its failure is reported, not raised."""
+    from evidence.perf.analysis import analyse
+
+    try:
+        return analyse(sim, request)
+    except Exception as exc:  # the perf part's own boundary: the simulation result still goes back
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 def _run_kernel(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
@@ -72,7 +89,8 @@ def _run_kernel(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
         if entry is None:
             raise KernelLoadError("missing_entry", f"kernel entry {job.entry!r} not found in {job.file}", job.file, 1)
         entry_line = getattr(getattr(getattr(entry, "func", entry), "__code__", None), "co_firstlineno", 0)
-        sim = simulate(entry, *inputs, grid=job.grid or None, target=job.target, keep_trace=False)
+        sim = simulate(entry, *inputs, grid=job.grid or None, target=job.target, trace_only=job.trace_only,
+                       keep_trace=job.perf is not None, affine_order=job.affine_order)
     except EvidenceError as exc:
         status = "unsupported_dialect" if exc.code == "unsupported_dialect" else "error"
         error = ChildError(code=exc.code, message=exc.message[:2000], file=exc.file, line=exc.line)
@@ -89,8 +107,9 @@ def _run_kernel(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
             arrays[f"wr{i}"] = np.asarray(written, dtype=bool)
         outputs.append(OutputMeta(array=f"out{i}", dtype=np.asarray(out).dtype.name, shape=np.shape(out),
                                   written=f"wr{i}" if written is not None else None))
+    perf = _perf(sim, job.perf) if job.perf is not None else None
     return ChildResult(role="kernel", status="ok", report=sim.report, outputs=tuple(outputs),
-                       entry_line=entry_line), arrays
+                       entry_line=entry_line, perf=perf), arrays
 
 
 def _run_reference(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
@@ -110,6 +129,7 @@ def _run_reference(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
                 raise TypeError(f"the reference returned a {type(r).__name__} ({a.dtype}) as output {i}, not numbers")
             arrays[f"ref{i}"] = widen(a)
             outputs.append(OutputMeta(array=f"ref{i}", dtype=a.dtype.name, shape=a.shape))
+        variants = _reference_variants(fn, inputs, job, arrays, outputs) if job.reference_variants else {}
     except KernelLoadError as exc:
         error = ChildError(code=exc.code, message=exc.message[:2000], file=exc.file, line=exc.line)
         return ChildResult(role="reference", status="error", error=error, entry_line=entry_line), {}
@@ -118,4 +138,37 @@ def _run_reference(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
                            entry_line=entry_line), {}
     finally:
         monitor.after_run((job.file, entry_line))
-    return ChildResult(role="reference", status="ok", outputs=tuple(outputs), entry_line=entry_line), arrays
+    return ChildResult(role="reference", status="ok", outputs=tuple(outputs), entry_line=entry_line,
+                       variants=variants), arrays
+
+
+def _is_float(a) -> bool:
+    return isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.name.startswith(("bfloat16", "float8")))
+
+
+def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) -> dict[str, str]:
+    """The error model's references (evidence.numerics.errormodel): `f64` (inputs widened to float64),
+    `dev` (float inputs rounded to job.device_dtype, computed in float32) and `abs` (float64 on |inputs|).
+    Arrays `<variant>ref<i>` in float64; a variant the reference cannot compute is reported, not raised."""
+    from evidence.nki import dtypes
+
+    dev = dtypes.resolve(job.device_dtype) if job.device_dtype else None
+    made = {
+        "f64": lambda: [x.astype(np.float64) if _is_float(x) else x for x in inputs],
+        "dev": lambda: [(dtypes.cast(x.astype(np.float32), dev) if dev is not None else x).astype(np.float32)
+                        if _is_float(x) else x for x in inputs],
+        "abs": lambda: [np.abs(x.astype(np.float64)) if _is_float(x) else x for x in inputs],
+    }
+    status = {}
+    for name in job.reference_variants:
+        try:
+            ref = fn(*made[name]())
+            refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+            for i, r in enumerate(refs):
+                a = np.asarray(r, dtype=np.float64)
+                arrays[f"{name}ref{i}"] = a
+                outputs.append(OutputMeta(array=f"{name}ref{i}", dtype="float64", shape=a.shape))
+            status[name] = "ok"
+        except Exception as exc:  # e.g. a reference that only works in its declared dtypes
+            status[name] = f"{type(exc).__name__}: {exc}"[:200]
+    return status

@@ -110,7 +110,7 @@ def _as_numpy(x):
 
 
 def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = False, keep_trace: bool = True,
-             **kwargs) -> Simulation:
+             affine_order: str = "program", **kwargs) -> Simulation:
     """Run `kernel` (an nki.jit object or plain function) on numpy arrays / plain values.
 
     Raises SimulationError (constraint violations, with kernel file:line) or KernelError
@@ -125,6 +125,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     files = dict(LOADED_FILES)
     files.setdefault(fname, func.__globals__.get("__nki_display__") or os.path.basename(fname))
     st = _state.State(target, trace_only, files, OPS, keep_trace, default_workers())
+    st.affine_reversed = affine_order == "reversed"  # "reversed": affine_range iterations last to first
     st.kernel_codes = {func.__code__}
     st.dialect = func.__globals__.get("__nki_dialect__", BETA)  # set by load_kernel from the file's imports
     mutable = _mutable_params(func)

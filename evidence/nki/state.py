@@ -56,6 +56,9 @@ class State:
         self.loops: list[LoopFrame] = []
         self._tokens = 0
         self._alloc_ids = 0
+        # run affine_range iterations last to first (a legal order for independent iterations): an
+        # illegal loop-carried dependency then changes the results (the error model's order trial)
+        self.affine_reversed = False
         self.paths: list[tuple] = []
         self._path_key: tuple | None = None
         self.program_id: tuple[int, ...] = ()

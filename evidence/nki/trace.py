@@ -22,6 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+# free-axis reductions: their reduction length (elements in per element out) feeds the error model's bounds
+REDUCE_OPS = frozenset({"sum", "max", "min", "mean", "prod", "var", "all", "nisa.tensor_reduce",
+                        "nisa.tensor_scalar_reduce", "nisa.activation_reduce", "nisa.bn_stats"})
 SMALL_DMA_BYTES_PER_PARTITION = 512
 # A compute instruction with at most this many elements per partition is "tiny" (per-element work).
 TINY_FREE_ELEMENTS = 4
@@ -69,6 +72,8 @@ class Aggregate:
     # (file, line) -> [engine of the first instruction, compute instructions, partition sum, min partitions,
     #                  free-elements sum, tiny instructions, DMAs, DMA bytes, redundant HBM bytes, DMA partitions]
     lines: dict[tuple, list] = field(default_factory=dict)
+    dtypes: set = field(default_factory=set)  # dtypes the instructions produced or moved
+    reduce_len: float = 0.0  # longest free-axis reduction (elements in per element out)
 
     def add(self, ev: TraceEvent) -> None:
         eng = ev.engine
@@ -116,6 +121,19 @@ class Aggregate:
             if free <= TINY_FREE_ELEMENTS:
                 self.tiny_instr += 1
                 at[5] += 1
+            if ev.op in REDUCE_OPS and len(ev.shapes) >= 2:
+                n_in, n_out = _free(ev.shapes[0]), _free(ev.shapes[-1])
+                if n_in > n_out * self.reduce_len:
+                    self.reduce_len = n_in / max(n_out, 1)
+        if ev.dtype:
+            self.dtypes.add(ev.dtype)
+
+
+def _free(shape: tuple) -> int:
+    n = 1
+    for s in shape[1:]:
+        n *= s
+    return n
 
 
 class Recorder:

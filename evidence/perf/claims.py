@@ -22,6 +22,7 @@ Schema (documented in docs/submission-format.md):
     dtype = "bfloat16"
     baseline_dtype = "bfloat16"
     shapes = "x[300,1024]"
+    baseline_shapes = "x[300,1024]"
 
 Coarse physical bounds are checked here (a claimed rate above the chip's peak, a latency below one
 DMA's fixed cost); bounds from the kernel's own FLOPs and bytes need the cost model and come with it.
@@ -29,6 +30,7 @@ DMA's fixed cost); bounds from the kernel's own FLOPs and bytes need the cost mo
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from typing import Literal
@@ -65,6 +67,7 @@ class Claim(BaseModel):
     dtype: str | None = None
     baseline_dtype: str | None = None
     shapes: str | None = None
+    baseline_shapes: str | None = None
     method: Method = Method()
 
 
@@ -147,11 +150,9 @@ def methodology_gaps(claim: Claim, method: Method) -> list[MethodGap]:
         gaps.append(MethodGap("source_unstated", "medium", "the claim does not say whether it was measured, simulated or estimated"))
     if claim.metric == "speedup" and not claim.baseline:
         gaps.append(MethodGap("no_baseline", "high", "a speedup without a named baseline"))
-    if claim.baseline_dtype and claim.dtype and claim.baseline_dtype != claim.dtype:
-        gaps.append(MethodGap("config_mismatch", "high",
-                              f"baseline runs in {claim.baseline_dtype} but the candidate in {claim.dtype}"))
     if method.timer == "host" and not method.synchronized:
-        gaps.append(MethodGap("host_timer_unsynchronized", "high", "host-side timing without device synchronisation"))
+        gaps.append(MethodGap("host_timer_unsynchronized", "critical",
+                              "host-side timing without device synchronisation: the clock stops before the device finishes"))
     if not method.warmup:
         gaps.append(MethodGap("no_warmup", "medium", "no warm-up iterations before timing"))
     if (method.iterations or 0) < MIN_ITERATIONS:
@@ -163,3 +164,74 @@ def methodology_gaps(claim: Claim, method: Method) -> list[MethodGap]:
     if method.compile_excluded is False or method.compile_excluded is None:
         gaps.append(MethodGap("compile_not_excluded", "low", "compile time not stated as excluded from the timing"))
     return gaps
+
+
+# The [method] keys each methodology gap depends on: a gap whose keys the claim does not override
+# comes from the file's [method] and concerns every claim, so it is reported once for the file.
+METHOD_KEYS: dict[str, tuple[str, ...]] = {
+    "not_measured": ("source",), "source_unstated": ("source",), "host_timer_unsynchronized": ("timer", "synchronized"),
+    "no_warmup": ("warmup",), "few_iterations": ("iterations",), "correctness_unchecked": ("correctness_checked",),
+    "no_variance": ("variance_reported",), "compile_not_excluded": ("compile_excluded",),
+    "measured_off_device": ("source", "device"),
+}
+
+
+def file_level(gap: MethodGap, claim: Claim) -> bool:
+    """True when the gap comes from the claims file's [method], not from the claim's own overrides."""
+    keys = METHOD_KEYS.get(gap.code)
+    if keys is None:
+        return False
+    overridden = claim.method.model_dump(exclude_none=True)
+    return not any(k in overridden for k in keys)
+
+
+_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
+_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
+            "fp8": "float8_e4m3", "tf32": "tfloat32"}
+
+
+def _dtype(name: str | None) -> str | None:
+    if not name:
+        return None
+    n = name.strip().lower()
+    return _ALIASES.get(n, n)
+
+
+def _shapes(text: str | None) -> str:
+    return "".join((text or "").split()).lower()
+
+
+def parity_gaps(claim: Claim, kernel_dtype: str | None, task_rtol: float | None,
+                noted_baseline_dtype: str | None = None) -> list[MethodGap]:
+    """Baseline and candidate in different precisions or shapes (issue 16.4): the claim's dtypes, else the
+    kernel's inputs' dtype for the candidate and the notes' for the baseline."""
+    gaps: list[MethodGap] = []
+    cand = _dtype(claim.dtype) or _dtype(kernel_dtype)
+    base = _dtype(claim.baseline_dtype) or _dtype(noted_baseline_dtype)
+    if cand and base and cand != base:
+        lower = _BITS.get(cand, 24) < _BITS.get(base, 24)
+        if lower and task_rtol is None:
+            gaps.append(MethodGap("precision_parity", "high",
+                                  f"a {cand} candidate against a {base} baseline with no stated tolerance: the speed-up "
+                                  "includes the precision given up, and nothing says the accuracy is still acceptable"))
+        else:
+            gaps.append(MethodGap("config_mismatch", "high", f"baseline runs in {base} but the candidate in {cand}"))
+    if claim.shapes and claim.baseline_shapes and _shapes(claim.shapes) != _shapes(claim.baseline_shapes):
+        gaps.append(MethodGap("shape_parity", "high",
+                              f"the candidate was timed on {claim.shapes} but the baseline on {claim.baseline_shapes}"))
+    elif claim.shapes and claim.baseline:
+        named, base = _named_shapes(claim.shapes), _named_shapes(claim.baseline)
+        differ = sorted(k for k in named.keys() & base.keys() if named[k] != base[k])
+        if differ:
+            k = differ[0]
+            gaps.append(MethodGap("shape_parity", "high", f"the candidate was timed on {k}{list(named[k])} but the "
+                                  f"baseline, as described, on {k}{list(base[k])}"))
+    return gaps
+
+
+_NAMED_SHAPE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([0-9][0-9,\s]*)\]")
+
+
+def _named_shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """`x[4096, 1024]` mentions in a text: name -> shape."""
+    return {n: tuple(int(d) for d in dims.replace(" ", "").split(",") if d) for n, dims in _NAMED_SHAPE.findall(text)}

@@ -9,8 +9,9 @@ kernel sits on the roofline:
 - `arithmetic_intensity` = FLOPs / HBM bytes; `ridge_point` = bf16 peak / HBM bandwidth (222
   FLOP/B on trn1, the tutorial's saturation threshold);
 - `lower_bound_s` = max(FLOPs at the bf16 peak, HBM bytes at the memory roof, the lower of HBM and
-  aggregate DMA bandwidth) and `roofline_efficiency` = lower_bound_s / time_s: how close the kernel
-  runs to the best any kernel doing its work could, on the roofline's terms;
+  aggregate DMA bandwidth), plus the fixed latency of one load and one store (no kernel avoids
+  reading its inputs and writing its outputs), and `roofline_efficiency` = lower_bound_s / time_s:
+  how close the kernel runs to the best any kernel doing its work could, on the roofline's terms;
 - `per_line`: the critical path's time attributed to kernel lines ("file:line" -> seconds; the
   values sum to `time_s`), so a reviewer sees which lines the estimate hinges on.
 """
@@ -76,7 +77,8 @@ def estimate(simulation, target: str | None = None, *, spec: HardwareSpec | None
     peak = hw.peak_tflops("bfloat16") * 1e12
     hbm_bw = hw["hbm_gbps"] * 1e9
     intensity = flops / hbm_bytes if hbm_bytes else 0.0
-    lower = max(flops / peak, hbm_bytes / (hw.memory_gbps * 1e9))
+    latency = hw["dma_fixed_latency_ns"] * 1e-9 * (bool(report.hbm_read_bytes) + bool(report.hbm_write_bytes))
+    lower = max(flops / peak, hbm_bytes / (hw.memory_gbps * 1e9)) + latency
     path = critical_path(sched)
     by_engine: dict[str, float] = defaultdict(float)
     by_line: dict[str, float] = defaultdict(float)

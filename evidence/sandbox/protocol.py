@@ -19,7 +19,7 @@ from evidence.sandbox.config import Limits
 from evidence.submission import InputSpec
 
 Role = Literal["kernel", "reference"]
-ARRAY_NAME = r"^(out|ref|wr)[0-9]{1,3}$"
+ARRAY_NAME = r"^(out|ref|wr|f64ref|devref|absref)[0-9]{1,3}$"
 
 
 class ChildJob(BaseModel):
@@ -36,6 +36,14 @@ class ChildJob(BaseModel):
     limits: Limits
     import_policy: bool = True  # block system access at run time (otherwise record it only)
     withheld: tuple[RelPath, ...] = ()  # submission files kept out of this child (the other side's module)
+    # kernel role: shape placeholders instead of inputs, no arithmetic (the cost model's run)
+    trace_only: bool = False
+    perf: dict | None = None  # kernel role: an evidence.perf.analysis request, answered in ChildResult.perf
+    affine_order: Literal["program", "reversed"] = "program"  # kernel role: the error model's order trial
+    # reference role: the error model's references (`f64`, `dev`, `abs`: evidence.nki.runner) as
+    # arrays f64ref<i>, devref<i>, absref<i>; `dev` rounds float inputs to device_dtype first
+    reference_variants: tuple[Literal["f64", "dev", "abs"], ...] = ()
+    device_dtype: str | None = None
 
 
 class ChildError(BaseModel):
@@ -66,6 +74,8 @@ class ChildResult(BaseModel):
     outputs: tuple[OutputMeta, ...] = ()
     entry_line: int = 0
     stand_ins: tuple[str, ...] = ()  # framework modules served by inert stand-ins
+    perf: dict | None = None  # kernel role: the cost model's summary (evidence.perf.analysis), when asked
+    variants: dict[str, str] = Field(default_factory=dict)  # reference role: variant -> "ok" or why it failed
 
 
 class RuntimeEvent(BaseModel):

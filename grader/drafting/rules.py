@@ -36,10 +36,29 @@ def _cite(item: EvidenceItem) -> Citation:
     return Citation(evidence_id=item.id, file=loc.file, start_line=loc.start_line, end_line=loc.end_line)
 
 
+MAX_BASIS_TITLES = 4
+
+
+def basis_highlights(criterion: Criterion, outcome: RuleOutcome) -> list[EvidenceItem]:
+    """The basis evidence a rationale names (e.g. the cost model's estimate, bottleneck and top
+    what-if): the most severe item of each basis kind, in the order the rubric lists the kinds."""
+    out = []
+    for pattern in criterion.basis:
+        items = [i for i in outcome.basis if kind_matches(pattern, i.kind)]
+        if items:
+            out.append(max(items, key=lambda i: i.severity.rank))
+    return out[:MAX_BASIS_TITLES]
+
+
+def _basis_summary(criterion: Criterion, outcome: RuleOutcome) -> str:
+    titles = [f"{i.title} [{i.id}]" for i in basis_highlights(criterion, outcome)]
+    return (": " + "; ".join(titles)) if titles else ""
+
+
 def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tuple[int, list[str]]:
     """Start, subtract penalties (not below the criterion's penalty floor), then apply floors and caps
     (a cap wins over a floor: defects dominate)."""
-    steps = [f"Basis evidence present; starting at {criterion.start}."]
+    steps = [f"Basis evidence present{_basis_summary(criterion, outcome)}; starting at {criterion.start}."]
     score = criterion.start
     for hit in outcome.hits:
         ids = ", ".join(i.id for i in hit.items[:4]) + (" ..." if len(hit.items) > 4 else "")
@@ -107,7 +126,7 @@ def draft_criterion(
         for item in (conflict, static):
             if item is not None:
                 cited.setdefault(item.id, _cite(item))
-    for item in outcome.basis[:MAX_BASIS_CITATIONS]:
+    for item in basis_highlights(criterion, outcome) + list(outcome.basis[:MAX_BASIS_CITATIONS]):
         cited.setdefault(item.id, _cite(item))
     return CriterionDraft(
         criterion_id=criterion.id, status="scored", score=score, rationale=rationale,

@@ -66,8 +66,14 @@ def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
         "review": "; ".join(c.consistency.reasons) if c.consistency and c.consistency.needs_full_review else "",
         "citations": [_citation(cit, ev) for cit in c.citations],
     } for c in draft.criteria]
+    roof = next((i for i in ev.items if i.kind == "perf.roofline"), None)
+    roofline = ""
+    if roof is not None:
+        from grader.reports.roofline import roofline_markdown  # matplotlib only when there is a roofline
+
+        roofline = "\n".join(roofline_markdown(roof)).rstrip("\n")
     return _template().render(draft=draft, bundle_hash=ev.bundle_hash, n_items=len(ev.items),
-                              n_failures=len(ev.failures), rows=rows, sections=sections)
+                              n_failures=len(ev.failures), rows=rows, sections=sections, roofline=roofline)
 
 
 def _timings(timings: dict[str, float]) -> str:

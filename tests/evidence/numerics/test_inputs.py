@@ -53,3 +53,14 @@ def test_unknown_distribution_is_refused_where_the_input_is_defined():
     # InputSpec validates itself, so evidence callers get the check the CLI gets (issue 8.4)
     with pytest.raises(ValueError, match="distribution\n  unknown distribution 'cauchy'; expected one of normal"):
         spec(distribution="cauchy")
+
+
+def test_error_model_distributions():
+    large = generate_input(spec(distribution="large", dtype="bfloat16"), 0).astype(np.float32)
+    assert 2e3 < large.std() < 5e4 and np.isfinite(large).all()
+    half = generate_input(spec(distribution="large", dtype="float16"), 0).astype(np.float32)
+    assert 5 < half.std() < 40  # fp16 keeps products of large values finite
+    canc = generate_input(spec(distribution="cancellation"), 0)
+    assert np.allclose(np.abs(canc), 1, atol=1e-2) and abs(canc.sum(axis=1)).max() < 0.1  # rows cancel
+    mixed = generate_input(InputSpec(name="x", shape=(4000,), distribution="mixed"), 0)
+    assert (mixed > 5).any() and (mixed < -1).any() and (mixed > 0).mean() > 0.5  # heavy tails, skew

@@ -18,3 +18,11 @@ def trace(body: str, *args, entry: str = "kernel", target: str = "trn1", **kw):
     """Simulate kernel source `body` in trace-only mode (arguments may be nt.tensor placeholders)."""
     mod = load_kernel(HEADER + textwrap.dedent(body), display="k.py")
     return simulate(getattr(mod, entry), *args, target=target, trace_only=True, **kw)
+
+
+def line_of(body: str, marker: str) -> int:
+    """1-based line in the traced source (HEADER + body) of the first line containing `marker`."""
+    for n, line in enumerate((HEADER + textwrap.dedent(body)).splitlines(), 1):
+        if marker in line:
+            return n
+    raise AssertionError(f"no line with {marker!r}")

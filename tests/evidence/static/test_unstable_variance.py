@@ -38,3 +38,4 @@ def test_bn_stats_and_two_pass_forms_are_not_reported() -> None:
     two_pass = ("@nki.jit\ndef k(x):\n    t = nl.load(x)\n    m = nl.mean(t, axis=[1], keepdims=True)\n"
                 "    v = nl.mean((t - m) ** 2, axis=[1], keepdims=True)\n")
     assert _findings(two_pass, "bfloat16") == []
+

@@ -1,0 +1,224 @@
+"""The "numerics" collector: the error model over several trials.
+
+Trials, each a full simulation of the kernel and a run of its reference in sandboxed children
+(evidence.nki.child_runs: the simulator's gate, jobs, sandbox and limits), with three references per
+trial (float64, device-faithful, |inputs|; evidence.numerics.errormodel):
+
+- the inputs' own distributions, with seeds 1..`seeds` (the manifest's `[numerics] seeds`, default 3;
+  the simulator collector's own run uses seed 0);
+- each extra distribution the task declares (`[numerics] distributions`: large, cancellation, mixed,
+  ...), applied to every float input, seed 1;
+- the affine iterations in reverse order (seed 1): a legal order for independent iterations, so an
+  illegal loop-carried dependency shows as a changed result;
+- the task's second problem size (`[numerics] shapes`), to show how the error grows with K.
+
+One `numerics.verdict` per output: within expected variation / exceeds the bound by xN: defect /
+cannot tell, with the spatial pattern of the mismatches, ULP errors, cosine (reported only) and
+the recommended cross-platform tolerance; `numerics.growth` when a second size ran.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
+
+import numpy as np
+
+from evidence.collector import Collector
+from evidence.memo import memoized
+from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.nki import dtypes
+from evidence.nki.child_runs import ChildRuns
+from evidence.numerics.errormodel import (
+    Trial, TrialResult, Verdict, assess, combine, lowest_precision, recommended_tolerance,
+)
+from evidence.sandbox.config import SandboxConfig
+from evidence.sandbox.outcome import ChildOutcome
+from evidence.submission import InputSpec, NumericsSpec, Submission
+
+NUMERICS_KINDS = {
+    "numerics.verdict": "the error model's verdict on one output over several trials (seeds, input distributions, "
+                        "affine iterations reversed): within expected variation, exceeds the dtype-aware bound by xN "
+                        "(defect, with the spatial pattern of the mismatches), or cannot tell",
+    "numerics.growth": "how the output's error grows between two problem sizes (reduction lengths K)",
+}
+_STRUCTURED = ("last_partial_tile", "partition_band", "every_kth_row", "spmd_instance", "one_tile", "column_band")
+
+
+class NumericsCollector(Collector):
+    name = "numerics"
+    version = "1"
+    kinds: ClassVar[dict[str, str]] = NUMERICS_KINDS
+    timeout_s: float = 120.0
+    reference_timeout_s: float = 60.0
+    memory_limit_bytes: int = 6 * 2**30
+    sandbox: SandboxConfig = SandboxConfig()
+    order_trial: bool = True  # run one trial with affine_range iterations reversed
+    max_trials: int = 12
+    parallel: int = 2  # trials whose child processes run at the same time
+
+    def applies(self, submission: Submission) -> bool:
+        m = submission.manifest
+        return (m.reference is not None and bool(m.inputs) and m.kernel.file.endswith(".py")
+                and any(i.is_tensor for i in m.inputs))
+
+    # --- trials ------------------------------------------------------------------------------
+    def plan(self, submission: Submission) -> list[dict]:
+        m = submission.manifest
+        spec = m.numerics or NumericsSpec()
+        specs = [i.model_dump() for i in m.inputs]
+        trials = [{"label": f"seed {s}", "seed": s, "inputs": specs} for s in range(1, spec.seeds + 1)]
+        for dist in spec.distributions:
+            trials.append({"label": f"seed 1, {dist}", "seed": 1, "inputs": [
+                {**d, "distribution": dist} if d.get("value") is None and _float(d["dtype"]) else d for d in specs]})
+        if self.order_trial:
+            trials.append({"label": "seed 1, affine iterations reversed", "seed": 1, "inputs": specs,
+                           "affine_order": "reversed"})
+        if spec.shapes:
+            trials.append({"label": "seed 1, second size", "seed": 1, "second_size": True, "inputs": [
+                {**d, "shape": list(spec.shapes.get(d["name"], d["shape"]))} for d in specs]})
+        return trials[: self.max_trials]
+
+    def run_trial(self, runs: ChildRuns, trial: dict) -> tuple[ChildOutcome, ChildOutcome | None]:
+        """The kernel, then the reference with its error-model variants (the device variant needs the
+        kernel's dtypes), each in its own sandboxed child."""
+        inputs = tuple(InputSpec.model_validate(d) for d in trial["inputs"])
+        kernel_job, ref_job = runs.jobs(seed=trial["seed"], inputs=inputs)
+        kernel = runs.run(kernel_job.model_copy(update={"affine_order": trial.get("affine_order", "program")}),
+                          "numerics")
+        if kernel.result.status != "ok" or ref_job is None:
+            return kernel, None
+        floats = [s.dtype for s in inputs if s.is_tensor]
+        device = lowest_precision(list(kernel.result.report.dtypes if kernel.result.report else ()) + floats)
+        reference = runs.run(ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs"),
+                                                        "device_dtype": device}), "numerics")
+        return kernel, reference
+
+    # --- evidence ----------------------------------------------------------------------------
+    def collect(self, submission: Submission) -> list[EvidenceItem]:
+        key = (self.name, self.version, submission.content_hash, tuple(sorted(
+            (k, repr(v)) for k, v in vars(self).items())))
+        return memoized(key, lambda: self._collect(submission))
+
+    def _collect(self, submission: Submission) -> list[EvidenceItem]:
+        m = submission.manifest
+        per_output: dict[int, list[TrialResult]] = {}
+        outs: dict[int, list[np.ndarray]] = {}
+        refs: dict[int, list[np.ndarray]] = {}
+        growth: dict[int, list[tuple[float, float]]] = {}
+        meta: dict[int, tuple[str, float, float]] = {}
+        entry_line = 0
+        runs = ChildRuns(submission, timeout_s=self.timeout_s, reference_timeout_s=self.reference_timeout_s,
+                         memory_limit_bytes=self.memory_limit_bytes, sandbox=self.sandbox)
+        if runs.refused:
+            return []  # the simulator collector reports why the submission does not run
+        plan = self.plan(submission)
+        with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:  # children, not Python work, in parallel
+            done = list(pool.map(lambda t: self.run_trial(runs, t), plan))
+        for trial, (kernel, reference) in zip(plan, done):
+            entry_line = entry_line or kernel.result.entry_line
+            if kernel.result.status != "ok" or reference is None or reference.result.status != "ok":
+                continue  # the simulator collector reports errors of the seed-0 run
+            report = kernel.result.report
+            metas = kernel.result.outputs
+            arrays = {**kernel.arrays, **reference.arrays}
+            k = _reduction_length(report, [o.shape for o in metas])
+            for i, o in enumerate(metas):
+                out, r64 = arrays.get(f"out{i}"), arrays.get(f"f64ref{i}")
+                if out is None or r64 is None or not _float(o.dtype):
+                    continue
+                dev = arrays.get(f"devref{i}")
+                if dev is not None:
+                    dev = dtypes.to_f32(dtypes.cast(dev.astype(np.float32), dtypes.resolve(o.dtype))).astype(np.float64)
+                written = arrays.get(o.written) if o.written else None
+                order = "affine reversed" if trial.get("affine_order") == "reversed" else "program"
+                res = assess(Trial(trial["label"], out, r64, dev, arrays.get(f"absref{i}"), written, order),
+                             o.dtype, k, tuple(m.kernel.grid))
+                if trial.get("second_size"):
+                    growth.setdefault(i, []).append((k, res.rel_l2))
+                    continue
+                per_output.setdefault(i, []).append(res)
+                if trial.get("affine_order") is None:
+                    outs.setdefault(i, []).append(out)
+                    refs.setdefault(i, []).append(r64)
+                    if i not in meta:
+                        growth.setdefault(i, []).insert(0, (k, res.rel_l2))
+                rms = float(np.sqrt(np.mean(r64.astype(np.float64) ** 2))) if r64.size else 0.0
+                meta.setdefault(i, (o.dtype, k, rms))
+        loc = Location(file=m.kernel.file, start_line=entry_line, end_line=entry_line) if entry_line >= 1 else None
+        items = []
+        for i, results in sorted(per_output.items()):
+            verdict = combine(results, outs.get(i), refs.get(i))
+            items.append(self._verdict_item(i, verdict, meta[i], loc))
+            if len(growth.get(i, ())) == 2:
+                items.append(self._growth_item(i, growth[i], loc))
+        return items
+
+    def _verdict_item(self, i: int, v: Verdict, meta: tuple[str, float, float], loc) -> EvidenceItem:
+        dtype, k, rms = meta
+        w = v.worst
+        rtol, atol, why = recommended_tolerance(dtype, k, rms)
+        n = len(v.trials)
+        pattern = w.pattern if (w is not None and v.verdict == "defect") else None
+        if v.verdict == "within":
+            title = f"Output {i}: within expected variation over {n} trials (rel L2 up to {w.rel_l2:.3g}, bound {w.bound:.3g})"
+            severity = Severity.info
+        elif v.verdict == "defect":
+            where = f"; mismatches at {pattern.region}" if pattern else ""
+            order = " with affine_range iterations reversed" if w.order != "program" else ""
+            title = f"Output {i}: {v.summary}{order}: defect{where}"
+            severity = Severity.critical if (w.ratio >= 100 or v.invariant or "zeros" in v.summary
+                                             or "constant" in v.summary) else Severity.high
+        else:
+            title = f"Output {i}: cannot tell over {n} trials ({v.summary})"
+            severity = Severity.low
+        trials = "; ".join(f"{r.label}: {r.verdict} (rel L2 {r.rel_l2:.3g}, bound {r.bound:.3g})" for r in v.trials)
+        detail = (f"{trials}. Input/output rounding alone (device-faithful reference) accounts for rel L2 "
+                  f"{w.e_dev:.3g}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g} adds "
+                  f"{w.bound_typ - w.e_dev:.2g} typically (sqrt(K) u), {w.bound_worst - w.e_dev:.2g} at worst (K u). "
+                  f"Recommended cross-platform tolerance rtol {rtol:g}, atol {atol:.3g}: {why}. Cosine "
+                  f"similarity {min(r.cosine for r in v.trials):.6f} (reported, not a gate).")
+        ulp = w.ulp or {}
+        metrics = {"trials": float(n), "ratio": _finite(w.ratio), "rel_l2": _finite(max(r.rel_l2 for r in v.trials)),
+                   "bound_typ": w.bound_typ, "bound": w.bound, "bound_worst": w.bound_worst, "e_device": w.e_dev,
+                   "kappa": w.kappa,
+                   "reduction_length": float(k), "recommended_rtol": rtol, "recommended_atol": atol,
+                   "cosine_min": _finite(min(r.cosine for r in v.trials)),
+                   **{f"ulp_{q}": _finite(val) for q, val in ulp.items()}}
+        if pattern:
+            metrics["mismatch_fraction"] = pattern.fraction
+        order_dependent = v.verdict == "defect" and all(
+            (r.verdict == "defect") == (r.order != "program") for r in v.trials)
+        labels = {"verdict": v.verdict, "pattern": pattern.name if pattern else "none",
+                  "order_dependent": "yes" if order_dependent else "no",
+                  "structured": "yes" if pattern and pattern.name in _STRUCTURED else "no",
+                  "order": w.order, "dtype": dtype, "reason": v.summary[:200]}
+        return EvidenceItem(id=make_id("numerics.verdict", i), kind="numerics.verdict", analyzer=self.analyzer,
+                            severity=severity, title=title, detail=detail, location=loc, metrics=metrics, labels=labels)
+
+    def _growth_item(self, i: int, pts: list[tuple[float, float]], loc) -> EvidenceItem:
+        (k1, e1), (k2, e2) = pts
+        slope = math.log(e2 / e1) / math.log(k2 / k1) if e1 > 0 and e2 > 0 and k1 > 0 and k2 != k1 else float("nan")
+        shape = ("flat" if abs(slope) < 0.25 else "sqrt(K)" if slope < 0.75 else "linear in K") if slope == slope else "unknown"
+        return EvidenceItem(
+            id=make_id("numerics.growth", i), kind="numerics.growth", analyzer=self.analyzer, location=loc,
+            title=f"Output {i}: error grows {shape} (rel L2 {e1:.3g} at K={k1:.0f}, {e2:.3g} at K={k2:.0f})",
+            metrics={"k1": k1, "k2": k2, "rel_l2_k1": e1, "rel_l2_k2": e2, "exponent": _finite(slope)},
+            labels={"growth": shape})
+
+
+def _float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat", "tfloat"))
+
+
+def _finite(x: float) -> float:
+    return float(x) if math.isfinite(x) else 1e30
+
+
+def _reduction_length(report, shapes: list[tuple[int, ...]]) -> float:
+    """K for the bounds: the matmul contraction length per output element, or the longest reduction."""
+    flops = float(report.matmul_flops) if report else 0.0
+    elements = sum(int(np.prod(s or (1,))) for s in shapes)
+    k = flops / (2.0 * elements) if flops > 0 and elements > 0 else 1.0
+    return max(k, float(report.reduce_length) if report else 1.0)

@@ -1,0 +1,212 @@
+"""The error model: is a kernel's error what its dtypes predict, or a defect?
+
+Per trial (a seed, an input distribution, possibly affine loops run in reverse order) three
+references of the submission's numpy function are compared with the kernel's output:
+
+- ``ref64``: the inputs (already in their declared dtypes) widened to float64: exact arithmetic;
+- ``refdev`` (device-faithful): the inputs rounded to the kernel's lowest-precision float dtype,
+  computed in float32 (fp32 accumulation, as TensorE's PSUM), the output rounded to the output
+  dtype. Its distance from ``ref64`` is what input and output rounding alone cost (``e_dev``);
+- ``refabs``: float64 on the inputs' absolute values, for the conditioning kappa =
+  ||refabs|| / ||ref64|| (1 when the sums do not cancel; large under near-cancellation).
+
+Expected relative L2 error (u = unit roundoff; Higham; Higham & Mary's probabilistic analysis;
+kernel-evaluation §3.2-3.3), with K the reduction length from the trace (matmul FLOPs per output
+element / 2, or the longest free-axis reduction):
+
+    typical        B_typ   = e_dev + kappa * sqrt(K) * u_fp32
+    decision bound B       = 1.5 e_dev + 4 kappa * sqrt(K) * u_fp32
+    deterministic  B_worst = e_dev + kappa * K * u_fp32        (reported; pessimistic for long K)
+
+B holds for correct fp32 accumulation except with probability under ~1e-3 (lambda = 4), and the 1.5
+covers the kernel and the device reference rounding the same value differently. Verdict per trial:
+within expected variation when e <= B; "exceeds the bound by xN: defect" when e > 2 B (N = e / B);
+cannot tell in between or when a reference is not finite. Never-written, NaN or Inf elements are a
+defect, located by their own pattern. Over trials: a defect if any trial is one, within if all are,
+otherwise cannot tell. All-zero and constant outputs, and outputs that do not change when the
+inputs do, are defects whatever the norms say. Cosine similarity is reported, never used to decide.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evidence.numerics.patterns import Pattern, mismatch_pattern
+
+# unit roundoff u = 2^-t (t significand bits including the implicit one)
+SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8,
+                    "float8_e4m3": 4, "float8_e5m2": 3}
+U_FP32 = 2.0**-24
+KAPPA_MAX = 1e6
+
+
+def unit_roundoff(dtype: str) -> float:
+    return 2.0 ** -SIGNIFICAND_BITS.get(dtype, 24)
+
+
+def lowest_precision(dtypes) -> str | None:
+    """The float dtype with the fewest significand bits among `dtypes` (None: none is a float)."""
+    floats = [d for d in dtypes if d in SIGNIFICAND_BITS and d != "float64"]
+    return min(floats, key=lambda d: SIGNIFICAND_BITS[d]) if floats else None
+
+
+@dataclass
+class Trial:
+    label: str  # e.g. "seed 1, normal"
+    out: np.ndarray  # the kernel's output, widened exactly
+    ref64: np.ndarray
+    refdev: np.ndarray | None = None
+    refabs: np.ndarray | None = None
+    written: np.ndarray | None = None  # True where the kernel wrote (None: everywhere)
+    order: str = "program"  # or "affine reversed"
+
+
+@dataclass
+class TrialResult:
+    label: str
+    verdict: str  # within | defect | cannot_tell
+    reason: str = ""
+    rel_l2: float = math.nan
+    e_dev: float = math.nan
+    kappa: float = 1.0
+    bound_typ: float = math.nan
+    bound: float = math.nan  # the decision bound
+    bound_worst: float = math.nan  # deterministic K u
+    ratio: float = math.nan  # rel_l2 / bound
+    cosine: float = math.nan
+    ulp: dict = field(default_factory=dict)  # p50, p90, p99, max ULP error in the output dtype
+    pattern: Pattern | None = None
+    order: str = "program"
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    nb = float(np.linalg.norm(b))
+    return float(np.linalg.norm(a - b)) / nb if nb > 0 else (0.0 if not np.any(a) else math.inf)
+
+
+def ulp_errors(out: np.ndarray, ref: np.ndarray, dtype: str) -> np.ndarray:
+    """|out - ref| in units of the last place of `ref` in `dtype` (subnormals: the smallest spacing)."""
+    t = SIGNIFICAND_BITS.get(dtype, 24)
+    mag = np.abs(ref)
+    _, exp = np.frexp(np.where(mag > 0, mag, 1.0))
+    min_exp = {"float16": -13, "bfloat16": -125, "float8_e4m3": -5, "float8_e5m2": -13}.get(dtype, -125)
+    ulp = np.ldexp(1.0, np.maximum(exp, min_exp + 1) - t)
+    return np.abs(out - ref) / ulp
+
+
+def assess(trial: Trial, out_dtype: str, k: float, grid: tuple[int, ...] = ()) -> TrialResult:
+    res = TrialResult(label=trial.label, verdict="cannot_tell", order=trial.order)
+    out = np.asarray(trial.out, dtype=np.float64)
+    ref = np.asarray(trial.ref64, dtype=np.float64)
+    if out.shape != ref.shape:
+        return _set(res, "defect", f"output shape {list(out.shape)} differs from the reference's {list(ref.shape)}",
+                    ratio=math.inf)
+    if not np.isfinite(ref).all():
+        return _set(res, "cannot_tell", "the float64 reference is not finite for these inputs")
+    written = trial.written if trial.written is not None else np.ones(out.shape, bool)
+    bad_special = ~np.isfinite(out) | ~written
+    out_f = np.where(bad_special, 0.0, out)
+    u_out = unit_roundoff(out_dtype)
+    res.rel_l2 = _rel(out_f, ref) if not bad_special.any() else math.inf  # finite part: see the pattern
+    res.e_dev = _rel(np.asarray(trial.refdev, np.float64), ref) if trial.refdev is not None else u_out
+    if trial.refabs is not None and np.isfinite(trial.refabs).all():
+        norm = float(np.linalg.norm(ref))
+        res.kappa = min(max(float(np.linalg.norm(trial.refabs)) / norm, 1.0), KAPPA_MAX) if norm > 0 else KAPPA_MAX
+    k = max(float(k or 1.0), 1.0)
+    acc = res.kappa * math.sqrt(k) * U_FP32
+    res.bound_typ = res.e_dev + acc
+    res.bound = 1.5 * res.e_dev + 4 * acc + U_FP32
+    res.bound_worst = res.e_dev + res.kappa * k * U_FP32
+    denom = float(np.linalg.norm(out_f)) * float(np.linalg.norm(ref))
+    res.cosine = float(np.vdot(out_f.ravel(), ref.ravel()) / denom) if denom > 0 else math.nan
+    errs = ulp_errors(out_f, ref, out_dtype)[~bad_special]
+    if errs.size:
+        res.ulp = {q: float(np.percentile(errs, p)) for q, p in (("p50", 50), ("p90", 90), ("p99", 99))}
+        res.ulp["max"] = float(errs.max())
+    res.ratio = res.rel_l2 / res.bound
+    if bad_special.any():  # never-written or NaN/Inf elements are the defect; their place names it
+        res.pattern = mismatch_pattern(bad_special, grid)
+        unwritten = int((~written).sum())
+        what = f"{unwritten} elements never written" if unwritten else f"{int(bad_special.sum())} NaN/Inf elements"
+        return _set(res, "defect", f"{what} (of {out.size})", ratio=math.inf)
+    # elements off by more than the worst-case bound at the output's scale, or 4 roundings of their own value
+    scale = float(np.sqrt(np.mean(ref**2))) if ref.size else 0.0
+    tol = np.maximum(2 * res.bound * scale, 4 * u_out * np.abs(ref))
+    res.pattern = mismatch_pattern(np.abs(out_f - ref) > tol, grid)
+    if ref.size and not np.any(out_f) and np.any(ref):
+        return _set(res, "defect", "the output is all zeros", ratio=math.inf)
+    if out.size > 1 and np.ptp(out_f) == 0 and np.ptp(ref) > 0:
+        return _set(res, "defect", "the output is constant", ratio=max(res.ratio, 1.0))
+    if res.ratio > 2:
+        return _set(res, "defect", f"exceeds the bound by x{res.ratio:.3g}")
+    if res.ratio <= 1:
+        return _set(res, "within", "within expected variation")
+    return _set(res, "cannot_tell", f"between the bound and twice the bound (x{res.ratio:.2g})")
+
+
+def _set(res: TrialResult, verdict: str, reason: str, ratio: float | None = None) -> TrialResult:
+    res.verdict, res.reason = verdict, reason
+    if ratio is not None:
+        res.ratio = ratio
+    return res
+
+
+def recommended_tolerance(out_dtype: str, k: float, ref_rms: float) -> tuple[float, float, str]:
+    """(rtol, atol, why): the cross-platform tolerance the dtypes and the reduction length justify."""
+    u_out = unit_roundoff(out_dtype)
+    k = max(float(k or 1.0), 1.0)
+    acc = 4 * math.sqrt(k) * U_FP32
+    raw = 2 * u_out + acc
+    rtol = _nice(raw)
+    atol = _nice(rtol * ref_rms) if ref_rms > 0 else rtol
+    why = (f"{out_dtype} output rounding (u = {u_out:.2g}, two roundings on two platforms) and fp32 accumulation "
+           f"over K = {k:.0f} (4 sqrt(K) u = {acc:.2g}); atol at the output's RMS ({ref_rms:.3g})")
+    return rtol, atol, why
+
+
+def _nice(x: float) -> float:
+    """Round up to 1, 2 or 5 times a power of ten."""
+    if x <= 0:
+        return 0.0
+    e = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10**e >= x * (1 - 1e-12):
+            return float(m * 10**e)
+    return float(10 ** (e + 1))
+
+
+@dataclass
+class Verdict:
+    verdict: str  # within | defect | cannot_tell
+    summary: str
+    worst: TrialResult | None
+    trials: list[TrialResult]
+    invariant: bool = False  # the output did not change while the inputs did
+
+
+def combine(results: list[TrialResult], outputs: list[np.ndarray] | None = None,
+            refs: list[np.ndarray] | None = None) -> Verdict:
+    if not results:
+        return Verdict("cannot_tell", "no trial ran", None, results)
+    invariant = False
+    if outputs and refs and len(outputs) >= 2:
+        same_out = all(o.shape == outputs[0].shape and np.array_equal(o, outputs[0]) for o in outputs[1:])
+        refs_differ = any(r.shape != refs[0].shape or not np.array_equal(r, refs[0]) for r in refs[1:])
+        invariant = same_out and refs_differ
+    defects = [r for r in results if r.verdict == "defect"]
+    if invariant:
+        return Verdict("defect", "the output does not change when the inputs do", max(results, key=_key), results, True)
+    if defects:
+        worst = max(defects, key=_key)
+        return Verdict("defect", worst.reason, worst, results)
+    worst = max(results, key=_key)
+    if all(r.verdict == "within" for r in results):
+        return Verdict("within", "within expected variation", worst, results)
+    return Verdict("cannot_tell", worst.reason, worst, results)
+
+
+def _key(r: TrialResult) -> float:
+    return r.ratio if not math.isnan(r.ratio) else -1.0

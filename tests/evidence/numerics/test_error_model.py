@@ -1,0 +1,213 @@
+"""The error model on our own kernels: planted defects are defects with the right pattern; correct bf16
+and fp8 kernels are within expected variation over every trial."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from evidence.numerics.collector import NumericsCollector
+from evidence.numerics.errormodel import Trial, assess, combine, recommended_tolerance
+from evidence.numerics.patterns import mismatch_pattern
+from evidence.submission import Manifest, Submission
+
+HEAD = "import numpy as np\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+
+MATMUL_REF = """
+def ref(lhsT, rhs):
+    return lhsT.T @ rhs
+"""
+
+KERNELS = {
+    "bf16_matmul": ("""
+@nki.jit
+def kernel(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        acc += nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]), transpose_x=True)
+    nl.store(out, value=nl.copy(acc, dtype=nl.bfloat16))
+    return out
+""", MATMUL_REF, [("lhsT", [1024, 128], "bfloat16"), ("rhs", [1024, 512], "bfloat16")], "trn2"),
+    "fp8_matmul": ("""
+@nki.jit
+def kernel(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        acc += nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]), transpose_x=True)
+    nl.store(out, value=nl.copy(acc, dtype=nl.bfloat16))
+    return out
+""", MATMUL_REF, [("lhsT", [512, 128], "float8_e4m3"), ("rhs", [512, 512], "float8_e4m3")], "trn2"),
+    "bf16_accumulation": ("""
+@nki.jit
+def kernel(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    acc = nl.zeros((M, N), nl.bfloat16, buffer=nl.sbuf)  # the running sum lives in bf16
+    for k in nl.sequential_range(K // 128):
+        part = nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]), transpose_x=True)
+        acc[...] = nl.add(acc, part, dtype=nl.bfloat16)
+    nl.store(out, value=acc)
+    return out
+""", MATMUL_REF, [("lhsT", [8192, 128], "bfloat16"), ("rhs", [8192, 512], "bfloat16")], "trn2"),
+    "ragged_tail_unhandled": ("""
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):  # 300 rows: the 44-row tail is never processed
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.multiply(t, 2.0))
+    return out
+""", "\ndef ref(x):\n    return 2 * x\n", [("x", [300, 256], "float32")], "trn2"),
+    "partition_stride": ("""
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(64)[:, None]
+    i_f = nl.arange(x.shape[1])[None, :]
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.load(x[i * 128 + 2 * i_p, i_f])  # stride 2 over partitions: odd rows skipped
+        nl.store(out[i * 128 + 2 * i_p, i_f], value=nl.multiply(t, 2.0))
+    return out
+""", "\ndef ref(x):\n    return 2 * x\n", [("x", [256, 128], "float32")], "trn2"),
+    "affine_carry": ("""
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    carry = nl.zeros((128, 1), nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(x.shape[0] // 128):  # illegal: carry flows from one iteration to the next
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        carry[...] = nl.add(carry, nl.sum(t, axis=[1], keepdims=True))
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(t, carry))
+    return out
+""", """
+def ref(x):
+    tiles = x.reshape(-1, 128, x.shape[1])
+    running = np.cumsum(tiles.sum(axis=2, keepdims=True), axis=0)
+    return (tiles + running).reshape(x.shape)
+""", [("x", [512, 64], "float32")], "trn2"),
+}
+
+
+def submission(name: str) -> Submission:
+    kernel, ref, inputs, target = KERNELS[name]
+    data = {"task": {"id": name, "title": name, "target": target}, "kernel": {"file": "kernel.py", "entry": "kernel"},
+            "reference": {"file": "reference.py", "entry": "ref"},
+            "inputs": [{"name": n, "shape": s, "dtype": d} for n, s, d in inputs]}
+    return Submission(manifest=Manifest.model_validate(data),
+                      files={"kernel.py": HEAD + textwrap.dedent(kernel), "reference.py": "import numpy as np\n" + ref})
+
+
+def verdict(name: str):
+    items = NumericsCollector().collect(submission(name))
+    assert len(items) == 1 and items[0].kind == "numerics.verdict", items
+    return items[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bf16_matmul", "fp8_matmul"])
+def test_correct_low_precision_kernels_are_within_expected_variation_on_every_trial(name):
+    v = verdict(name)
+    assert v.labels["verdict"] == "within" and v.severity.value == "info"
+    assert v.metrics["trials"] == 4 and "within expected variation" in v.title
+    assert "seed 1: within" in v.detail and "affine iterations reversed: within" in v.detail
+    assert v.metrics["cosine_min"] > 0.999 and v.metrics["ulp_p50"] <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, pattern, region", [
+    ("bf16_accumulation", "everywhere", "every tile"),
+    ("ragged_tail_unhandled", "last_partial_tile", "rows 256-299"),
+    ("partition_stride", "every_kth_row", "every 2th row"),
+    ("affine_carry", "everywhere", "every tile"),
+])
+def test_planted_defects_are_defects_and_the_pattern_names_the_region(name, pattern, region):
+    v = verdict(name)
+    assert v.labels["verdict"] == "defect" and v.severity.value in ("high", "critical")
+    assert v.labels["pattern"] == pattern and region in v.title, v.title
+    assert "defect" in v.title
+
+
+def test_bf16_accumulation_exceeds_the_bound_by_a_factor():
+    v = verdict("bf16_accumulation")
+    assert v.metrics["ratio"] > 2 and "exceeds the bound by x" in v.title
+    assert v.metrics["reduction_length"] == 8192
+
+
+def test_affine_dependency_shows_only_when_the_iterations_run_in_reverse():
+    v = verdict("affine_carry")
+    assert v.labels["order"] == "affine reversed" and "affine_range iterations reversed" in v.title
+    assert "seed 1: within" in v.detail
+
+
+# --- the model's parts on synthetic data --------------------------------------------------------
+
+def test_pattern_names():
+    m = np.zeros((300, 64), bool)
+    m[260:300] = True
+    assert mismatch_pattern(m).name == "last_partial_tile"
+    m = np.zeros((512, 64), bool)
+    m[np.arange(512) % 128 >= 96] = True
+    assert mismatch_pattern(m).name == "partition_band" and "partitions 96-127" in mismatch_pattern(m).region
+    m = np.zeros((512, 8), bool)
+    m[256:384] = True
+    assert mismatch_pattern(m, grid=(4,)).name == "spmd_instance"
+    assert mismatch_pattern(np.zeros((4, 4), bool)) is None
+
+
+def test_degenerate_outputs_are_defects_whatever_the_norms():
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal((128, 64)) * 1e-6
+    zero = assess(Trial("t", np.zeros_like(ref), ref, ref, np.abs(ref)), "float32", 1)
+    assert zero.verdict == "defect" and "all zeros" in zero.reason
+    const = assess(Trial("t", np.full_like(ref, 3e-7), ref, ref, np.abs(ref)), "float32", 1)
+    assert const.verdict == "defect" and "constant" in const.reason
+    a, b = rng.standard_normal(8), rng.standard_normal(8)
+    trials = [assess(Trial("1", a, a, a, np.abs(a)), "float32", 1), assess(Trial("2", a, b, b, np.abs(b)), "float32", 1)]
+    v = combine(trials, outputs=[a, a], refs=[a, b])
+    assert v.verdict == "defect" and v.invariant
+
+
+def test_bounds_follow_unit_roundoff_and_reduction_length():
+    rng = np.random.default_rng(1)
+    ref = rng.standard_normal((128, 128))
+    dev = ref * (1 + 2**-9 * rng.standard_normal(ref.shape))  # bf16-like rounding
+    short = assess(Trial("s", dev, ref, dev, np.abs(ref)), "bfloat16", 16)
+    long = assess(Trial("l", dev, ref, dev, np.abs(ref)), "bfloat16", 16 * 4096)
+    assert short.verdict == "within" and long.bound - short.bound > 0
+    # the accumulation terms: K u is sqrt(K) times looser than sqrt(K) u
+    assert (long.bound_worst - long.e_dev) / (long.bound_typ - long.e_dev) == pytest.approx(256)
+    rtol, atol, why = recommended_tolerance("bfloat16", 4096, 2.0)
+    assert rtol == 0.01 and atol == 0.02 and "bfloat16" in why
+
+
+def test_plan_runs_seeds_declared_distributions_the_order_trial_and_a_second_size():
+    sub = submission("bf16_matmul")
+    numerics = {"seeds": 3, "distributions": ["large", "cancellation"], "shapes": {"lhsT": [2048, 128], "rhs": [2048, 512]}}
+    sub = sub.model_copy(update={"manifest": sub.manifest.model_copy(
+        update={"numerics": sub.manifest.model_validate({**sub.manifest.model_dump(), "numerics": numerics}).numerics})})
+    plan = NumericsCollector().plan(sub)
+    assert [t["label"] for t in plan] == ["seed 1", "seed 2", "seed 3", "seed 1, large", "seed 1, cancellation",
+                                          "seed 1, affine iterations reversed", "seed 1, second size"]
+    assert all(d["distribution"] == "large" for d in plan[3]["inputs"])
+    assert plan[5]["affine_order"] == "reversed" and plan[6]["inputs"][0]["shape"] == [2048, 128]
+
+
+@pytest.mark.slow
+def test_error_grows_with_the_reduction_length_for_a_bf16_running_sum():
+    sub = submission("bf16_accumulation")
+    m = sub.manifest.model_dump()
+    m["inputs"][0]["shape"], m["inputs"][1]["shape"] = [1024, 128], [1024, 512]
+    m["numerics"] = {"seeds": 3, "shapes": {"lhsT": [8192, 128], "rhs": [8192, 512]}}
+    items = NumericsCollector(order_trial=False).collect(sub.model_copy(update={"manifest": Manifest.model_validate(m)}))
+    growth = next(i for i in items if i.kind == "numerics.growth")
+    assert growth.metrics["k1"] == 1024 and growth.metrics["k2"] == 8192
+    assert growth.metrics["rel_l2_k2"] > 2 * growth.metrics["rel_l2_k1"] and growth.labels["growth"] != "flat"

@@ -1,0 +1,88 @@
+"""What-ifs: the estimate re-run with one fix applied to the trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from evidence.nki.shim import language as nl
+from evidence.nki.shim import typing as nt
+from evidence.perf import estimate, load_spec
+from evidence.perf.whatif import whatifs
+
+from .conftest import line_of, trace
+
+SPEC = load_spec("trn1")
+
+TILED = """
+    def kernel(lhsT, rhs):
+        K, M = lhsT.shape
+        _, N = rhs.shape
+        out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+        for m in nl.affine_range(M // 128):
+            for n in nl.affine_range(N // 512):
+                acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+                for k in nl.affine_range(K // 128):
+                    a = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])  # <-lhs
+                    b = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])   # <-rhs
+                    acc += nl.matmul(a, b, transpose_x=True)                          # <-mm
+                nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(acc))
+        return out
+"""
+LHS, RHS, MM = (line_of(TILED, m) for m in ("# <-lhs", "# <-rhs", "# <-mm"))
+
+
+def _wis(sim, hints=()):
+    base = estimate(sim, spec=SPEC)
+    return base, {(w.code, w.line): w for w in whatifs(sim, SPEC, base, list(hints), limit=10)}
+
+
+def test_reload_whatif_counts_the_reloaded_bytes_per_line_and_saves_time():
+    K, M, N = 1024, 512, 2048
+    base, wis = _wis(trace(TILED, nt.tensor[[K, M], nl.bfloat16], nt.tensor[[K, N], nl.bfloat16]))
+    lhs = wis[("reload", LHS)]
+    assert lhs.metrics["redundant_bytes"] == (N // 512 - 1) * K * M * 2  # lhsT re-read for every n tile
+    assert lhs.metrics["unique_bytes"] == K * M * 2
+    assert lhs.time_s < base.time_s and "removes" in lhs.change and lhs.source == "trace"
+    assert wis[("reload", RHS)].metrics["redundant_bytes"] == (M // 128 - 1) * K * N * 2
+
+
+def test_static_hint_marks_the_source():
+    K, M, N = 512, 256, 1024
+    _, wis = _wis(trace(TILED, nt.tensor[[K, M], nl.bfloat16], nt.tensor[[K, N], nl.bfloat16]),
+                  hints=[("hoistable-load", LHS, LHS)])
+    assert wis[("reload", LHS)].source == "static:hoistable-load"
+
+
+def test_fp32_operands_whatif_runs_tensore_at_the_bf16_rate():
+    base, wis = _wis(trace(TILED, nt.tensor[[512, 256], nl.float32], nt.tensor[[512, 1024], nl.float32]))
+    w = wis[("fp32-operands", MM)]
+    assert w.metrics["matmuls"] == (512 // 128) * 2 * 2
+    assert w.time_s <= base.time_s
+
+
+SEQ = """
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.sequential_range(x.shape[0] // 128):   # <-loop
+            t = nl.load(x[i * 128:(i + 1) * 128, :])
+            nl.store(out[i * 128:(i + 1) * 128, :], value=nl.exp(t))
+        return out
+"""
+
+
+def test_sequential_hint_lifts_the_barrier_to_the_affine_schedule():
+    x = nt.tensor[[128 * 16, 2048], nl.bfloat16]
+    sim = trace(SEQ, x)
+    loop = line_of(SEQ, "# <-loop")
+    base, wis = _wis(sim, hints=[("sequential-without-dependency", loop, loop + 2)])
+    affine = estimate(trace(SEQ.replace("sequential_range", "affine_range"), x), spec=SPEC)
+    w = wis[("sequential", loop)]
+    assert w.time_s == pytest.approx(affine.time_s, rel=1e-9) and w.time_s < 0.7 * base.time_s
+
+
+def test_overlap_whatif_is_the_busiest_resource():
+    base, wis = _wis(trace(SEQ, nt.tensor[[128 * 4, 2048], nl.bfloat16]))
+    w = wis[("overlap", 0)]
+    busy = base.engine_busy_s
+    assert w.time_s == pytest.approx(max(busy["scalar"], busy["dma_load"] + busy["dma_store"] + busy["dma_copy"],
+                                         busy["hbm"]))
