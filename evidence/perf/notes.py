@@ -41,11 +41,33 @@ class Admission:
 
 
 def _sentences(text: str):
-    """(line number, sentence) pairs: sentences may not cross blank lines; a line may hold several."""
+    """(line number, sentence) pairs: sentences may span the lines of a paragraph (not blank lines or
+    table rows); each is numbered by the line it starts on."""
+    para: list[tuple[int, str]] = []
+
+    def flush():
+        if not para:
+            return
+        joined, starts, pos = "", [], 0
+        for n, line in para:
+            starts.append((pos, n))
+            joined += line.strip() + " "
+            pos = len(joined)
+        for m in re.finditer(r"[^.!?]+[.!?]?", joined):
+            sentence = m.group().strip()
+            if sentence:
+                line = max(n for p, n in starts if p <= m.start() + (len(m.group()) - len(m.group().lstrip())))
+                yield line, sentence
+        para.clear()
+
     for n, line in enumerate(text.splitlines(), 1):
-        for part in re.split(r"(?<=[.!?])\s+", line):
-            if part.strip():
-                yield n, part.strip()
+        if not line.strip() or line.lstrip().startswith(("|", "#")):
+            yield from flush()
+            if line.lstrip().startswith(("|", "#")) and line.strip():
+                yield n, line.strip()
+            continue
+        para.append((n, line))
+    yield from flush()
 
 
 def admissions(text: str) -> list[Admission]:
