@@ -20,7 +20,8 @@ the recommended cross-platform tolerance; `numerics.growth` when a second size r
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ClassVar
 
 import numpy as np
@@ -57,6 +58,7 @@ class NumericsCollector(Collector):
     order_trial: bool = True  # run one trial with affine_range iterations reversed
     max_trials: int = 12
     parallel: int = 2  # trials whose child processes run at the same time
+    _lock = threading.Lock()
 
     def applies(self, submission: Submission) -> bool:
         m = submission.manifest
@@ -80,9 +82,10 @@ class NumericsCollector(Collector):
                 {**d, "shape": list(spec.shapes.get(d["name"], d["shape"]))} for d in specs]})
         return trials[: self.max_trials]
 
-    def run_trial(self, runs: ChildRuns, trial: dict) -> tuple[ChildOutcome, ChildOutcome | None]:
+    def run_trial(self, runs: ChildRuns, trial: dict, references: dict) -> tuple[ChildOutcome, ChildOutcome | None]:
         """The kernel, then the reference with its error-model variants (the device variant needs the
-        kernel's dtypes), each in its own sandboxed child."""
+        kernel's dtypes), each in its own sandboxed child. Trials on the same inputs and device dtype
+        (the order trial and seed 1) share one reference run."""
         inputs = tuple(InputSpec.model_validate(d) for d in trial["inputs"])
         kernel_job, ref_job = runs.jobs(seed=trial["seed"], inputs=inputs)
         kernel = runs.run(kernel_job.model_copy(update={"affine_order": trial.get("affine_order", "program")}),
@@ -91,9 +94,19 @@ class NumericsCollector(Collector):
             return kernel, None
         floats = [s.dtype for s in inputs if s.is_tensor]
         device = lowest_precision(list(kernel.result.report.dtypes if kernel.result.report else ()) + floats)
-        reference = runs.run(ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs"),
-                                                        "device_dtype": device}), "numerics")
-        return kernel, reference
+        job = ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs"), "device_dtype": device})
+        key = job.model_dump_json()
+        with self._lock:
+            future = references.get(key)
+            owner = future is None
+            if owner:
+                future = references[key] = Future()
+        if owner:
+            try:
+                future.set_result(runs.run(job, "numerics"))
+            except BaseException as exc:
+                future.set_exception(exc)
+        return kernel, future.result()
 
     # --- evidence ----------------------------------------------------------------------------
     def collect(self, submission: Submission) -> list[EvidenceItem]:
@@ -114,8 +127,9 @@ class NumericsCollector(Collector):
         if runs.refused:
             return []  # the simulator collector reports why the submission does not run
         plan = self.plan(submission)
+        references: dict = {}
         with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:  # children, not Python work, in parallel
-            done = list(pool.map(lambda t: self.run_trial(runs, t), plan))
+            done = list(pool.map(lambda t: self.run_trial(runs, t, references), plan))
         for trial, (kernel, reference) in zip(plan, done):
             entry_line = entry_line or kernel.result.entry_line
             if kernel.result.status != "ok" or reference is None or reference.result.status != "ok":
