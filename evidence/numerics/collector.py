@@ -202,6 +202,7 @@ class NumericsCollector(Collector):
                    **{f"ulp_{q}": _finite(val) for q, val in ulp.items()}}
         if pattern:
             metrics["mismatch_fraction"] = pattern.fraction
+        metrics = {name: _sig(val) for name, val in metrics.items()}
         order_dependent = v.verdict == "defect" and all(
             (r.verdict == "defect") == (r.order != "program") for r in v.trials)
         labels = {"verdict": v.verdict, "pattern": pattern.name if pattern else "none",
@@ -218,7 +219,8 @@ class NumericsCollector(Collector):
         return EvidenceItem(
             id=make_id("numerics.growth", i), kind="numerics.growth", analyzer=self.analyzer, location=loc,
             title=f"Output {i}: error grows {shape} (rel L2 {e1:.3g} at K={k1:.0f}, {e2:.3g} at K={k2:.0f})",
-            metrics={"k1": k1, "k2": k2, "rel_l2_k1": e1, "rel_l2_k2": e2, "exponent": _finite(slope)},
+            metrics={name: _sig(val) for name, val in
+                     {"k1": k1, "k2": k2, "rel_l2_k1": e1, "rel_l2_k2": e2, "exponent": _finite(slope)}.items()},
             labels={"growth": shape})
 
 
@@ -228,6 +230,12 @@ def _float(dtype: str) -> bool:
 
 def _finite(x: float) -> float:
     return float(x) if math.isfinite(x) else 1e30
+
+
+def _sig(x: float, digits: int = 6) -> float:
+    """`x` to `digits` significant digits: the float64 references are sums whose last bits depend on
+    how many threads the BLAS uses, and the bundle hash must not (local pool and Ray workers differ)."""
+    return float(f"{x:.{digits}g}")
 
 
 def _reduction_length(report, shapes: list[tuple[int, ...]]) -> float:
