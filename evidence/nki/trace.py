@@ -25,6 +25,8 @@ ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 # free-axis reductions: their reduction length (elements in per element out) feeds the error model's bounds
 REDUCE_OPS = frozenset({"sum", "max", "min", "mean", "prod", "var", "all", "nisa.tensor_reduce",
                         "nisa.tensor_scalar_reduce", "nisa.activation_reduce", "nisa.bn_stats"})
+# Scans: the last output element of a row sums every element of the instruction's free size.
+SCAN_OPS = frozenset({"nisa.tensor_tensor_scan"})
 SMALL_DMA_BYTES_PER_PARTITION = 512
 # A compute instruction with at most this many elements per partition is "tiny" (per-element work).
 TINY_FREE_ELEMENTS = 4
@@ -125,6 +127,8 @@ class Aggregate:
                 n_in, n_out = _free(ev.shapes[0]), _free(ev.shapes[-1])
                 if n_in > n_out * self.reduce_len:
                     self.reduce_len = n_in / max(n_out, 1)
+            elif ev.op in SCAN_OPS and ev.shapes:
+                self.reduce_len = max(self.reduce_len, float(_free(ev.shapes[0])))
         if ev.dtype:
             self.dtypes.add(ev.dtype)
 

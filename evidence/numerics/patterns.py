@@ -67,7 +67,7 @@ def mismatch_pattern(mask: np.ndarray, grid: tuple[int, ...] = ()) -> Pattern | 
         step = np.diff(rows)
         k = int(step.min())
         if k > 1 and np.all(step % k == 0) and rows.size >= 3:
-            return Pattern("every_kth_row", f"every {k}th row (rows {int(rows[0])}, {int(rows[1])}, ...)", frac)
+            return Pattern("every_kth_row", f"every {_ordinal(k)} row (rows {int(rows[0])}, {int(rows[1])}, ...)", frac)
     if ntiles >= 2 and tiles_hit.size >= max(2, ntiles // 2):
         parts = np.unique(rows % TILE)
         span = int(parts.max() - parts.min() + 1)
@@ -83,3 +83,8 @@ def mismatch_pattern(mask: np.ndarray, grid: tuple[int, ...] = ()) -> Pattern | 
     if tiles_hit.size >= max(1, int(0.75 * ntiles)) and rows_hit.mean() > 0.5:
         return Pattern("everywhere", f"{frac:.0%} of the elements, spread over every tile", frac)
     return Pattern("scattered", f"{bad} elements in rows {_span(rows)}", frac)
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
