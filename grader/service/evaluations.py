@@ -20,7 +20,7 @@ from grader.service import jobs, review
 from grader.service.errors import Invalid, NotFound
 from grader.service.runs import run_store
 from grader.service.views import Evaluation, EvaluationPage, EvaluationSummary, iso
-from grader.settings import Settings
+from grader.settings import DrafterChoice, Settings
 from grader.store.db import Store
 from grader.store.keys import Principal
 from grader.store.models import DraftRow, Job, ReviewRow, SignOff
@@ -43,6 +43,8 @@ class EvaluationOptions:
 
 def job_settings(base: Settings, params: dict[str, Any]) -> Settings:
     overrides: dict[str, Any] = {k: params[k] for k in ("drafter", "model", "samples") if params.get(k)}
+    if "drafter" in overrides:  # model_copy does not validate: keep the field's enum type
+        overrides["drafter"] = DrafterChoice(overrides["drafter"])
     if params.get("no_cache"):
         overrides["use_cache"] = False
     return base.model_copy(update=overrides)
