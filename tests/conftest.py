@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,23 @@ def _private_data_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADER_DATA_DIR", str(tmp_path_factory.mktemp("grader-data")))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_silent_exit():
+    """Code under test must never end the test run: `os._exit` in the pytest process ends it with the
+    status given, skipping the summary (a stopped in-thread Worker once ended a failing run with 0, which
+    CI read as a pass). Forked children keep the real `os._exit`."""
+    real, pid = os._exit, os.getpid()
+
+    def guarded(code: int) -> None:
+        if os.getpid() != pid:
+            real(code)
+        raise RuntimeError(f"os._exit({code}) called in the test process")
+
+    os._exit = guarded
+    yield
+    os._exit = real
 
 
 @pytest.fixture

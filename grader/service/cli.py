@@ -119,6 +119,8 @@ def worker(
     w.install_signal_handlers()
     w.run(max_jobs=max_jobs)
     store.dispose()
+    if w.abandoned_job is not None:
+        os._exit(0)  # the abandoned job's thread cannot be interrupted; this process ends with it
 
 
 @keys_app.command("create")

@@ -43,6 +43,10 @@ class Worker:
     poll_s: float = 0.2
     parent_pid: int | None = None  # exit when this process is gone (orphaned by a killed server)
     stop: threading.Event = field(default_factory=threading.Event)
+    # Set when a job outlived the shutdown grace period: its thread cannot be interrupted, so the owner
+    # of the process (`grader worker`) ends the process. A Worker run in a thread of some other program
+    # (tests, an embedding service) must never end that program.
+    abandoned_job: str | None = None
 
     def install_signal_handlers(self) -> None:
         def request_stop(signum: int, _frame: object) -> None:
@@ -55,7 +59,7 @@ class Worker:
     def run(self, max_jobs: int | None = None) -> int:
         """Process jobs until stopped (or `max_jobs` done); returns the number processed."""
         done, idle = 0, self.poll_s
-        while not self.stop.is_set() and (max_jobs is None or done < max_jobs):
+        while not self.stop.is_set() and self.abandoned_job is None and (max_jobs is None or done < max_jobs):
             if self.parent_pid is not None and os.getppid() != self.parent_pid:
                 log.warning("server process gone; worker exiting", extra={"worker": self.name})
                 break
@@ -96,7 +100,8 @@ class Worker:
                 if time.monotonic() - stop_seen > self.settings.shutdown_grace_s:
                     jobs.release(self.store, job.id, self.name, "worker shut down before the job finished")
                     log.warning("grace period over; job re-queued", extra={"job": job.id})
-                    os._exit(0)  # the job thread cannot be interrupted; the process ends with it
+                    self.abandoned_job = job.id
+                    return
             if time.monotonic() - last_beat < beat_every:
                 continue
             last_beat = time.monotonic()

@@ -20,13 +20,16 @@ def sets(monkeypatch):  # type: ignore[no-untyped-def]
     return root
 
 
-def finished(client, headers, location: str) -> dict:  # type: ignore[no-untyped-def]
-    for _ in range(1200):
+def finished(client, headers, location: str, timeout_s: float = 900) -> dict:  # type: ignore[no-untyped-def]
+    """The job's final view. Generous: an audit grades several variants, and CI machines are shared."""
+    deadline = time.monotonic() + timeout_s
+    while True:
         body = client.get(location, headers=headers).json()
-        if body["state"] in ("done", "failed"):
-            return body
+        if body["state"] in ("done", "failed") or time.monotonic() > deadline:
+            break
         time.sleep(0.1)
-    raise AssertionError(body)
+    assert body["state"] in ("done", "failed"), body
+    return body
 
 
 def gold_scores(root) -> list[dict]:  # type: ignore[no-untyped-def]

@@ -69,3 +69,34 @@ def test_a_concurrent_retry_with_the_same_key_gets_the_same_job(store):
         time.sleep(1.0)  # the retry runs while the first insert is uncommitted
     retry.join(30)
     assert result and result[0].id == first.id
+
+
+def test_a_job_outliving_the_grace_period_is_requeued_without_ending_the_host_process(store, settings, monkeypatch):
+    """A Worker run in a thread (tests, an embedding service) gives a stuck job back to the queue and stops;
+    only `grader worker` ends its own process. (This once ended the test run itself with exit status 0.)"""
+    from grader.service import worker as worker_module
+
+    release = threading.Event()
+
+    def stuck(store, settings, job):  # type: ignore[no-untyped-def]
+        release.wait(30)
+        return lambda s, j: {}
+
+    monkeypatch.setattr(worker_module, "handlers", lambda: {"evaluation": stuck})
+    job = enqueue(store)
+    w = worker_module.Worker(store, settings.model_copy(update={"shutdown_grace_s": 0.3}), name="w", poll_s=0.05)
+    thread = threading.Thread(target=w.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with store.read() as s:
+            if s.get(Job, job.id).state == jobs.RUNNING:
+                break
+        time.sleep(0.05)
+    w.stop.set()
+    thread.join(20)
+    release.set()
+    assert not thread.is_alive() and w.abandoned_job == job.id
+    with store.read() as s:
+        again = s.get(Job, job.id)
+    assert again.state == jobs.QUEUED and again.worker is None
