@@ -23,89 +23,114 @@ def _scaled(f: Form | None, k: int) -> Form | None:
     return None if f is None else (f[0] * k, tuple((g, s * k) for g, s in f[1] if s * k))
 
 
-def _summed(f: Form | None, fa: np.ndarray, h: Form | None, ha: np.ndarray) -> Form | None:
-    """The form of fa + ha (numpy broadcasting aligns trailing axes)."""
+def _summed(f: Form | None, fn: int, h: Form | None, hn: int) -> Form | None:
+    """The form of the sum of an `fn`-dim and an `hn`-dim index (numpy broadcasting aligns trailing axes)."""
     if f is None or h is None:
         return None
-    nd = max(fa.ndim, ha.ndim)
+    nd = max(fn, hn)
     steps: dict[int, int] = {}
-    for st, shift in ((f[1], nd - fa.ndim), (h[1], nd - ha.ndim)):
+    for st, shift in ((f[1], nd - fn), (h[1], nd - hn)):
         for g, s in st:
             steps[g + shift] = steps.get(g + shift, 0) + s
     return f[0] + h[0], tuple((g, s) for g, s in sorted(steps.items()) if s)
 
 
-def _lifted(f: Form | None, a: np.ndarray, key: object) -> Form | None:
-    """The form after `[:, None]`-style lifting (only full slices and new axes keep it)."""
+def _lifted(f: Form | None, shape: tuple[int, ...], key: object) -> tuple[Form, tuple[int, ...]] | None:
+    """The form and shape after `[:, None]`-style lifting (only full slices and new axes keep the form)."""
     if f is None:
         return None
     key = key if isinstance(key, tuple) else (key,)
-    moved, old, new = {}, 0, 0
+    moved, old, new, out = {}, 0, 0, []
     for k in key:
         if k is None:
             new += 1
-        elif isinstance(k, slice) and k == slice(None):
+            out.append(1)
+        elif isinstance(k, slice) and k == slice(None) and old < len(shape):
             moved[old] = new
+            out.append(shape[old])
             old, new = old + 1, new + 1
         else:
             return None
-    for rest in range(old, a.ndim):
+    for rest in range(old, len(shape)):
         moved[rest] = new + rest - old
-    return f[0], tuple((moved[g], s) for g, s in f[1])
+        out.append(shape[rest])
+    return (f[0], tuple((moved[g], s) for g, s in f[1])), tuple(out)
+
+
+def _values(f: Form, shape: tuple[int, ...]) -> np.ndarray:
+    """The int64 index values of an affine form over `shape`."""
+    a = np.full(shape, f[0], dtype=np.int64)
+    for g, s in f[1]:
+        axis = [1] * len(shape)
+        axis[g] = shape[g]
+        a += s * np.arange(shape[g], dtype=np.int64).reshape(axis)
+    return a
 
 
 class IndexExpr:
-    """An integer index grid (result of arange/mgrid and affine arithmetic on them)."""
+    """An integer index grid (result of arange/mgrid and affine arithmetic on them).
 
-    __slots__ = ("a", "lifted", "form")
+    Affine expressions keep only their form and shape: the values are built on first use (`a`), so a
+    subscript served as a strided view (tensor.index) never computes them."""
+
+    __slots__ = ("_a", "lifted", "form", "shape")
     __array_priority__ = 100
     __array_ufunc__ = None  # make `np.int64(2) * expr` come back to our reflected operators
 
-    def __init__(self, a: np.ndarray, lifted: bool = True, form: Form | None = None) -> None:
-        self.a = a
+    def __init__(self, a: np.ndarray | None, lifted: bool = True, form: Form | None = None,
+                 shape: tuple[int, ...] | None = None) -> None:
+        """`a`: the values, or None for a lazy expression (then `form` and `shape` are required)."""
+        self._a = a
         self.lifted = lifted
-        if form is None and a.size == 1:
-            form = (int(a.reshape(-1)[0]), ())
+        if a is not None:
+            shape = a.shape
+            if form is None and a.size == 1:
+                form = (int(a.reshape(-1)[0]), ())
         self.form = form
+        self.shape = tuple(shape)
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.a.shape
+    def a(self) -> np.ndarray:
+        if self._a is None:
+            self._a = _values(self.form, self.shape)
+        return self._a
 
     def __getitem__(self, key: object) -> IndexExpr:
-        return IndexExpr(self.a[key], True, _lifted(self.form, self.a, key))
+        lifted = _lifted(self.form, self.shape, key)
+        if lifted is not None and self._a is None:
+            return IndexExpr(None, True, *lifted)
+        return IndexExpr(self.a[key], True, None if lifted is None else lifted[0])
 
     def _bin(self, other: object, fn, reverse: bool = False) -> IndexExpr:
+        lifted = self.lifted and getattr(other, "lifted", True)
+        if self.form is not None and fn in _AFFINE_FNS:
+            h = other.form if isinstance(other, IndexExpr) else _int_form(other)
+            if h is not None:  # affine on both sides: the result is a form too, no values needed yet
+                oshape = other.shape if isinstance(other, IndexExpr) else ()
+                form = self._combined(h, len(oshape), fn, reverse)
+                if form is not None:
+                    return IndexExpr(None, lifted, form, np.broadcast_shapes(self.shape, oshape))
         # a tile holding a runtime offset (`i_f + idx[0, j]`) contributes its values
         o = other.a if isinstance(other, IndexExpr) else other.as_index() if hasattr(other, "as_index") else other
         r = np.asarray(fn(o, self.a) if reverse else fn(self.a, o))
-        return IndexExpr(r, self.lifted and getattr(other, "lifted", True), self._form(other, o, fn, reverse))
+        h = _scalar_form(o) if not isinstance(other, IndexExpr) else other.form
+        form = None
+        if self.form is not None and fn in _AFFINE_FNS and h is not None:
+            form = self._combined(h, np.ndim(o), fn, reverse)
+        return IndexExpr(r, lifted, form)
 
-    def _form(self, other, o, fn, reverse: bool) -> Form | None:
-        f = self.form
-        if f is None or fn not in (np.add, np.subtract, np.multiply):
-            return None
-        if isinstance(other, IndexExpr):
-            h = other.form
-        elif isinstance(o, (int, np.integer)) and not isinstance(o, bool):
-            h = (int(o), ())
-        elif isinstance(o, np.ndarray) and o.size == 1 and o.dtype.kind in "iu":  # a runtime offset tile
-            h = (int(o.reshape(-1)[0]), ())
-        else:
-            return None
-        oa = o if isinstance(o, np.ndarray) else np.empty(())
+    def _combined(self, h: Form, hn: int, fn, reverse: bool) -> Form | None:
+        """The form of `self fn other`, `other` having form `h` and `hn` dimensions."""
+        f, fn_ = self.form, len(self.shape)
         if fn is np.multiply:
-            if h is None or h[1] and f[1]:
+            if h[1] and f[1]:
                 return None  # a product of two index grids is not affine
             return _scaled(f, h[0]) if not h[1] else _scaled(h, f[0])
         if fn is np.subtract:
             if reverse:
-                f, h = h, f
-                self_a, other_a = oa, self.a
-            else:
-                self_a, other_a = self.a, oa
-            return _summed(f, self_a, _scaled(h, -1), other_a)
-        return _summed(f, self.a, h, oa)
+                return _summed(h, hn, _scaled(f, -1), fn_)
+            return _summed(f, fn_, _scaled(h, -1), hn)
+        return _summed(f, fn_, h, hn)
 
     def __add__(self, o): return self._bin(o, np.add)
     def __radd__(self, o): return self._bin(o, np.add, True)
@@ -117,7 +142,11 @@ class IndexExpr:
     def __rfloordiv__(self, o): return self._bin(o, np.floor_divide, True)
     def __mod__(self, o): return self._bin(o, np.mod)
     def __rmod__(self, o): return self._bin(o, np.mod, True)
-    def __neg__(self): return IndexExpr(-self.a, self.lifted, _scaled(self.form, -1))
+
+    def __neg__(self):
+        if self._a is None:
+            return IndexExpr(None, self.lifted, _scaled(self.form, -1), self.shape)
+        return IndexExpr(-self.a, self.lifted, _scaled(self.form, -1))
 
     def _cmp(self, other: object, fn) -> MaskExpr:
         o = other.a if isinstance(other, IndexExpr) else other
@@ -138,7 +167,26 @@ class IndexExpr:
         )
 
     def __repr__(self) -> str:
-        return f"IndexExpr(shape={self.a.shape})"
+        return f"IndexExpr(shape={self.shape})"
+
+
+_AFFINE_FNS = (np.add, np.subtract, np.multiply)
+
+
+def _int_form(o: object) -> Form | None:
+    return (int(o), ()) if isinstance(o, (int, np.integer)) and not isinstance(o, bool) else None
+
+
+def _scalar_form(o: object) -> Form | None:
+    """The form of the other operand of index arithmetic: an index expression's, an integer's, or a
+    one-element integer array's (a runtime offset read from a tile); None when not affine."""
+    if isinstance(o, IndexExpr):
+        return o.form
+    if isinstance(o, (int, np.integer)):
+        return _int_form(o)
+    if isinstance(o, np.ndarray) and o.size == 1 and o.dtype.kind in "iu":
+        return int(o.reshape(-1)[0]), ()
+    return None
 
 
 class MaskExpr:
@@ -209,10 +257,10 @@ def full_mask(mask: np.ndarray, shape) -> np.ndarray:
 
 def arange(*args: int) -> IndexExpr:
     """nl.arange(stop) or nl.arange(start, stop[, step]): a 1-D index that must be lifted to 2-D."""
-    a = np.arange(*[int(x) for x in args], dtype=np.int64)
-    step = int(args[2]) if len(args) > 2 else 1
-    form = (int(a[0]), ((0, step),) if a.size > 1 else ()) if a.size else None
-    return IndexExpr(a, lifted=False, form=form)
+    r = range(*[int(x) for x in args])
+    if not r:
+        return IndexExpr(np.arange(0, dtype=np.int64), lifted=False)
+    return IndexExpr(None, False, (r.start, ((0, r.step),) if len(r) > 1 else ()), (len(r),))
 
 
 class _Grid(tuple):
