@@ -114,3 +114,93 @@ def view(arr: np.ndarray, p: Plan, grid: tuple[int, ...]) -> np.ndarray:
         for g, s in steps:
             strides[g] += s * axis_stride
     return as_strided(start, shape=grid, strides=strides, writeable=arr.flags.writeable)
+
+
+# --- the per-subscript fast path: structure planned once per shape of subscript, starts per call -------
+
+class Recipe:
+    """What an affine subscript's structure decides, whatever its start offsets: the grid, the tile
+    shape, each index's steps and span, and how to cut the view (slices, or as_strided)."""
+
+    __slots__ = ("grid", "shape", "dropped", "steps", "lo", "hi", "slices")
+
+    def __init__(self, grid, shape, dropped, steps, lo, hi, slices) -> None:
+        self.grid, self.shape, self.dropped = grid, shape, dropped
+        self.steps, self.lo, self.hi = steps, lo, hi
+        self.slices = slices  # per index: None (an integer) or (step, count); None when not sliceable
+
+
+_NO_VIEW = object()  # cached: this subscript's structure is never a view (self-overlapping)
+_recipes: dict = {}
+
+
+def recipe(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
+    """The recipe of a subscript into `dims`; `sig` per index: None for an integer, else (shape of
+    the index expression, its form's steps). None when the general path must decide."""
+    key = (dims, sig)
+    r = _recipes.get(key)
+    if r is None:
+        if len(_recipes) > 4096:
+            _recipes.clear()
+        r = _recipes[key] = _build(dims, sig) or _NO_VIEW
+    return None if r is _NO_VIEW else r
+
+
+def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
+    shapes = [s[0] for s in sig if s is not None]
+    if len(sig) > len(dims) or (any(len(s) == 1 for s in shapes) and any(len(s) > 1 for s in shapes)):
+        return None  # the general path lifts or reports these
+    rest = dims[len(sig):]
+    try:
+        nb = len(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+    r = len(rest)
+    comps = [((), ()) if s is None else (s[0] + (1,) * r, s[1]) for s in sig]
+    for i, d in enumerate(rest):  # un-indexed trailing axes become explicit grids, as in the general path
+        shape = [1] * (nb + r)
+        shape[nb + i] = d
+        comps.append((tuple(shape), ((nb + i, 1),) if d > 1 else ()))
+    try:
+        grid = np.broadcast_shapes(*[c[0] for c in comps])
+    except ValueError:
+        return None
+    shape, kept = list(grid), list(range(len(grid)))
+    while len(shape) > len(comps):
+        units = [i for i in range(1, len(shape)) if shape[i] == 1]
+        if not units:
+            break
+        del shape[units[-1]], kept[units[-1]]
+    steps = []
+    for cshape, st in comps:
+        shift = len(grid) - len(cshape) if cshape else 0
+        steps.append(tuple((g + shift, s) for g, s in st))
+    lo = tuple(sum(min(0, s * (grid[g] - 1)) for g, s in st) for st in steps)
+    hi = tuple(sum(max(0, s * (grid[g] - 1)) for g, s in st) for st in steps)
+    p = tuple((0, st) for st in steps)
+    axes = [g for st in steps for g, _ in st]
+    simple = len(axes) == len(set(axes)) and all(len(st) <= 1 for st in steps)
+    if not (simple and all(grid[g] == 1 or g in axes for g in range(len(grid)))) and not _injective(p, dims, grid):
+        return None
+    used = [st[0][0] for st in steps if len(st) == 1]
+    slices = None
+    if len(used) == sum(1 for st in steps if st) and used == sorted(set(used)):
+        slices = tuple((st[0][1], grid[st[0][0]]) if st else None for st in steps)
+    dropped = tuple(i for i in range(len(grid)) if i not in kept)
+    return Recipe(tuple(grid), tuple(shape), dropped, tuple(steps), lo, hi, slices)
+
+
+def cut(arr: np.ndarray, rc: Recipe, starts: tuple[int, ...]) -> np.ndarray:
+    """The view of `arr` that recipe `rc` addresses from `starts`, shaped like the tile."""
+    if rc.slices is not None:
+        key = []
+        for start, sl in zip(starts, rc.slices):
+            if sl is None:
+                key.append(start)
+            else:
+                stop = start + sl[0] * sl[1]
+                key.append(slice(start, stop if stop >= 0 else None, sl[0]))
+        v = arr[tuple(key)].reshape(rc.grid)
+    else:
+        v = view(arr, tuple(zip(starts, rc.steps)), rc.grid)
+    return np.squeeze(v, axis=rc.dropped) if rc.dropped else v

@@ -532,6 +532,9 @@ def index(t: Tensor, key) -> Tensor:
         v.block = t.block
         v.valid = full_mask(m, t.shape)
         return v
+    v = _affine_view(t, key)
+    if v is not None:
+        return v
     nd = len(t.shape)
     adv = False
     basic = False
@@ -570,6 +573,42 @@ def index(t: Tensor, key) -> Tensor:
             )
         return _advanced(t, comps, forms)
     return _basic(t, tuple(comps))
+
+
+def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
+    """The fast path of `index` for compiler-style subscripts (`x[i, k * 128 + nl.arange(128)[:, None], ...]`:
+    integers and affine index expressions): the view the general path would make, from a recipe cached
+    per subscript structure (strided.recipe); None when the general path must decide."""
+    if t.adv is not None or t.data is None:
+        return None
+    sig = []
+    starts = []
+    expr = False
+    dims = t.shape
+    for i, k in enumerate(key):
+        if type(k) is IndexExpr and k.form is not None and (k.lifted or len(dims) <= 1):
+            sig.append((k.shape, k.form[1]))
+            starts.append(k.form[0])
+            expr = True
+        elif type(k) is int and i < len(dims) and -dims[i] <= k < dims[i]:
+            sig.append(None)
+            starts.append(k % dims[i])
+        else:
+            return None
+    if not expr:
+        return None
+    rc = strided.recipe(dims, tuple(sig))
+    if rc is None:
+        return None
+    starts.extend([0] * (len(rc.steps) - len(starts)))  # the un-indexed trailing axes start at 0
+    for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
+        if start + lo < 0 or start + hi >= n:
+            return None  # out of range: a mask may make it legal (the general path's lazy gather)
+    a = strided.cut
+    v = Tensor(t.alloc, a(t.data, rc, starts), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts),
+               None if t.stamp is None else a(t.stamp, rc, starts), None if t.lmask is None else a(t.lmask, rc, starts))
+    v.block = t.block + _block_ints(key, dims, t.pdim)
+    return v
 
 
 def _advanced(t: Tensor, comps: list, forms: list | None = None) -> Tensor:
