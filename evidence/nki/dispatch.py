@@ -76,7 +76,7 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     elif op.execute is not None:
         st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
         st.read_direct = False
-        if st.pipeline.jobs and not op.concurrent and not c.p.get("same"):
+        if st.pipeline.busy and not op.concurrent and not c.p.get("same"):
             _settle(st, c)  # ("same": `t[idx] += x` assigning t[idx] to itself touches no data)
         op.execute(st, c)
         if c.into is not None and not c.p.get("delivered"):

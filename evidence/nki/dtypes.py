@@ -90,8 +90,20 @@ def storage(dt: np.dtype | _TF32) -> np.dtype:
     return uint32 if isinstance(dt, Packed) else dt
 
 
+_NAMES: dict = {}
+
+
 def name(dt: object) -> str:
-    return dt.name if isinstance(dt, (_TF32, Packed)) else np.dtype(dt).name
+    try:
+        return _NAMES[dt]  # per instruction on the hot path: np.dtype(...).name costs microseconds
+    except (KeyError, TypeError):
+        n = dt.name if isinstance(dt, (_TF32, Packed)) else np.dtype(dt).name
+        if len(_NAMES) < 256:
+            try:
+                _NAMES[dt] = n
+            except TypeError:
+                pass
+        return n
 
 
 def is_float(dt: object) -> bool:

@@ -73,7 +73,7 @@ class IndexExpr:
     Affine expressions keep only their form and shape: the values are built on first use (`a`), so a
     subscript served as a strided view (tensor.index) never computes them."""
 
-    __slots__ = ("_a", "lifted", "form", "shape")
+    __slots__ = ("_a", "lifted", "form", "shape", "_lifts")
     __array_priority__ = 100
     __array_ufunc__ = None  # make `np.int64(2) * expr` come back to our reflected operators
 
@@ -88,14 +88,29 @@ class IndexExpr:
                 form = (int(a.reshape(-1)[0]), ())
         self.form = form
         self.shape = tuple(shape)
+        self._lifts = None  # `[:, None]` and `[None, :]` of this expression (expressions are immutable)
 
     @property
     def a(self) -> np.ndarray:
         if self._a is None:
             self._a = _values(self.form, self.shape)
+            self._a.flags.writeable = False  # shared by every use of this (cached) expression
         return self._a
 
     def __getitem__(self, key: object) -> IndexExpr:
+        if type(key) is tuple and len(key) == 2 and (key[1] is None and type(key[0]) is slice and key[0] == _ALL
+                                                     or key[0] is None and type(key[1]) is slice and key[1] == _ALL):
+            # `[:, None]` / `[None, :]`, once per index expression
+            cached = self._lifts.get(key[0] is None) if self._lifts is not None else None
+            if cached is None:
+                cached = self._lift(key)
+                if self._lifts is None:
+                    self._lifts = {}
+                self._lifts[key[0] is None] = cached
+            return cached
+        return self._lift(key)
+
+    def _lift(self, key: object) -> IndexExpr:
         lifted = _lifted(self.form, self.shape, key)
         if lifted is not None and self._a is None:
             return IndexExpr(None, True, *lifted)
@@ -171,6 +186,7 @@ class IndexExpr:
 
 
 _AFFINE_FNS = (np.add, np.subtract, np.multiply)
+_ALL = slice(None)
 
 
 def _int_form(o: object) -> Form | None:
@@ -257,10 +273,19 @@ def full_mask(mask: np.ndarray, shape) -> np.ndarray:
 
 def arange(*args: int) -> IndexExpr:
     """nl.arange(stop) or nl.arange(start, stop[, step]): a 1-D index that must be lifted to 2-D."""
-    r = range(*[int(x) for x in args])
-    if not r:
-        return IndexExpr(np.arange(0, dtype=np.int64), lifted=False)
-    return IndexExpr(None, False, (r.start, ((0, r.step),) if len(r) > 1 else ()), (len(r),))
+    key = tuple(int(x) for x in args)
+    expr = _ARANGES.get(key)
+    if expr is None:  # shared: index expressions are immutable, and kernels build the same ones per iteration
+        r = range(*key)
+        if not r:
+            return IndexExpr(np.arange(0, dtype=np.int64), lifted=False)
+        expr = IndexExpr(None, False, (r.start, ((0, r.step),) if len(r) > 1 else ()), (len(r),))
+        if len(_ARANGES) < 1024:
+            _ARANGES[key] = expr
+    return expr
+
+
+_ARANGES: dict = {}
 
 
 class _Grid(tuple):

@@ -52,10 +52,28 @@ def single_threaded_blas():
     return _blas.limit(limits=1, user_api="blas")
 
 
-def _run(fn, deps: list[Future]) -> None:
-    for d in deps:
-        d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
-    fn()
+def _run(fns: list, deps: list[Future], done: Future) -> None:
+    try:
+        for d in deps:
+            d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
+        for fn in fns:
+            fn()
+    except BaseException as exc:  # noqa: BLE001 - delivered to whoever waits for the job
+        done.set_exception(exc)
+    else:
+        done.set_result(None)
+
+
+class _Held:
+    """A job not yet submitted: steps that run in order on one worker (e.g. a matmul's products and
+    the PSUM accumulation that consumes them: one thread hand-off instead of two)."""
+
+    __slots__ = ("fns", "deps", "done")
+
+    def __init__(self) -> None:
+        self.fns: list = []
+        self.deps: list[Future] = []
+        self.done: Future = Future()
 
 
 class Pipeline:
@@ -67,40 +85,66 @@ class Pipeline:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore",
                                        initializer=self._started) if workers > 0 else None
         self.jobs: list[Future] = []
+        self.held: _Held | None = None
 
     def _started(self) -> None:
         self.worker_ids.append(threading.get_native_id())  # list.append is atomic
 
-    def run(self, fn, reads=(), writes=()) -> None:
-        """Run `fn` (numpy work on arrays only) after the jobs it depends on, on a worker when there are any."""
+    @property
+    def busy(self) -> bool:
+        """Jobs pending or held: the simulating thread must settle before touching tensor data."""
+        return bool(self.jobs) or self.held is not None
+
+    def run(self, fn, reads=(), writes=(), hold: bool = False) -> None:
+        """Run `fn` (numpy work on arrays only) after the jobs it depends on, on a worker when there are any.
+
+        `hold`: more steps for the same job are likely to follow at once (the next `run` joins them);
+        the job is submitted by the next `run` without `hold`, or before anything waits."""
         if self.pool is None:
             self.settle(reads, writes)
             fn()
             return
-        deps = [a.writer for a in (*reads, *writes) if a.writer is not None]
+        job = self.held
+        if job is None:
+            job = self.held = _Held()
+        me = job.done
+        deps = job.deps
+        for a in (*reads, *writes):
+            if a.writer is not None and a.writer is not me:
+                deps.append(a.writer)
         for a in writes:
-            deps.extend(a.readers)
-        try:
-            job = self.pool.submit(_run, fn, deps)
-        except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
-            self._stop_workers()
-            self.settle(reads, writes)
-            fn()
-            return
-        self.jobs.append(job)
+            deps.extend(r for r in a.readers if r is not me)
+        job.fns.append(fn)
         for a in writes:
-            a.writer, a.readers = job, []
+            a.writer, a.readers = me, []
         for a in reads:
             readers = a.readers
+            if readers and readers[-1] is me:
+                continue
             if len(readers) > 16:
                 readers[:] = [r for r in readers if not r.done()]
-            readers.append(job)
+            readers.append(me)
+        if not hold:
+            self._submit()
+
+    def _submit(self) -> None:
+        job, self.held = self.held, None
+        if job is None:
+            return
+        try:
+            self.pool.submit(_run, job.fns, job.deps, job.done)
+        except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
+            self._stop_workers()  # waits for the jobs already submitted
+            _run(job.fns, job.deps, job.done)
+        self.jobs.append(job.done)
         if len(self.jobs) > 256:  # bound the memory pending results hold
             self.jobs[0].result()
             self.jobs = [j for j in self.jobs if not j.done()]
 
     def settle(self, reads=(), writes=()) -> None:
         """Before the simulating thread uses allocations: wait for their writers (and, to write, readers)."""
+        if self.held is not None:
+            self._submit()
         for a in reads:
             if a.writer is not None:
                 a.writer.result()
@@ -137,6 +181,8 @@ class Pipeline:
 
     def drain(self) -> None:
         """Wait for every job; the first failure (in program order) is raised."""
+        if self.held is not None:
+            self._submit()
         jobs, self.jobs = self.jobs, []
         error = None
         for j in jobs:

@@ -157,7 +157,9 @@ def _matmul_job(st, c: Call, x, y) -> None:
         buf = np.empty(out.shape, np.float32)
         out.alloc.data = out.data = buf
         out.alloc.origin = st.read_origin
-        st.pipeline.run(lambda: product(buf.reshape(buf.shape[0], -1)), reads=(x.alloc, y.alloc), writes=(out.alloc,))
+        # held: a PSUM `+=` of this result usually follows, and joins this job
+        st.pipeline.run(lambda: product(buf.reshape(buf.shape[0], -1)), reads=(x.alloc, y.alloc), writes=(out.alloc,),
+                        hold=True)
         return
     dst = c.into
     acc = _accumulation_mask(st, dst, c.p.get("accumulate", False))
