@@ -533,8 +533,11 @@ def index(t: Tensor, key) -> Tensor:
         v.valid = full_mask(m, t.shape)
         return v
     v = _affine_view(t, key)
-    if v is not None:
-        return v
+    return v if v is not None else index_general(t, key)
+
+
+def index_general(t: Tensor, key: tuple) -> Tensor:
+    """`index` without the compiler-style fast path (`_affine_view`): every kind of subscript."""
     nd = len(t.shape)
     adv = False
     basic = False

@@ -178,23 +178,71 @@ def test_reading_a_never_written_block_is_undefined_data():
 
 
 def test_affine_forms_of_index_expressions_match_their_values():
-    """The form an index expression carries (used instead of scanning its values) is exact."""
+    """The form an index expression carries (its values are built from it, and subscripts are planned
+    from it without reading them) gives the values numpy computes for the same expression."""
     from evidence.nki.indexing import arange, mgrid
 
     ip, iq, ir = mgrid[0:4, 3:9:2, 0:5]
-    exprs = [
-        arange(128)[:, None] + 3, 7 * arange(2, 64, 3)[None, :] - 1, 5 - arange(10)[:, None] * 2,
-        arange(8)[:, None] * 4 + arange(16)[None, :], ip * 5 + ir, iq - ip + 2, -(iq * 3), 2 * (ip + 1) + iq,
-        arange(6)[None, :, None] + arange(6)[:, None, None] * 6, (arange(4)[:, None] + 1) * 3 - arange(3)[None, :],
+    np_p, np_q, np_r = (np.arange(4)[:, None, None], np.arange(3, 9, 2)[None, :, None], np.arange(5)[None, None, :])
+    col, row = (lambda *r: np.arange(*r)[:, None]), (lambda *r: np.arange(*r)[None, :])
+    cases = [
+        (arange(128)[:, None] + 3, col(128) + 3), (7 * arange(2, 64, 3)[None, :] - 1, 7 * row(2, 64, 3) - 1),
+        (5 - arange(10)[:, None] * 2, 5 - col(10) * 2), (arange(8)[:, None] * 4 + arange(16)[None, :], col(8) * 4 + row(16)),
+        (ip * 5 + ir, np_p * 5 + np_r), (iq - ip + 2, np_q - np_p + 2), (-(iq * 3), -(np_q * 3)),
+        (2 * (ip + 1) + iq, 2 * (np_p + 1) + np_q), (arange(6)[None, :, None] + arange(6)[:, None, None] * 6,
+                                                     np.arange(6)[None, :, None] + np.arange(6)[:, None, None] * 6),
+        ((arange(4)[:, None] + 1) * 3 - arange(3)[None, :], (col(4) + 1) * 3 - row(3)),
+        (arange(10, 0, -3)[None, :] + 1, row(10, 0, -3) + 1), (arange(1)[:, None] + 9, col(1) + 9),
     ]
-    for e in exprs:
+    for e, values in cases:
+        assert e.form is not None and e.shape == values.shape and np.array_equal(e.a, values), e
         start, steps = e.form
-        expected = np.full(e.a.shape, start, dtype=np.int64)
+        expected = np.full(values.shape, start, dtype=np.int64)
         for g, s in steps:
-            shape = [1] * e.a.ndim
-            shape[g] = e.a.shape[g]
-            expected = expected + s * np.arange(e.a.shape[g]).reshape(shape)
-        assert np.array_equal(np.broadcast_to(expected, e.a.shape), e.a), e
+            shape = [1] * values.ndim
+            shape[g] = values.shape[g]
+            expected = expected + s * np.arange(values.shape[g]).reshape(shape)
+        assert np.array_equal(expected, values), e
+    assert np.array_equal((arange(16)[:, None] % 5).a, np.arange(16)[:, None] % 5)  # not affine: computed values
     assert (arange(8)[:, None] * arange(8)[None, :]).form is None  # not affine
     assert (arange(8)[:, None] % 3).form is None
     assert arange(8)[2:].form is None  # a sub-slice: the values are scanned instead
+
+
+def test_the_compiler_style_fast_path_makes_the_views_of_the_general_path():
+    """`x[i, k * 128 + nl.arange(128)[:, None], ...]` is served from a recipe cached per subscript
+    structure; every subscript it serves gives the view the general indexing path gives."""
+    from evidence.nki import state as _state
+    from evidence.nki import tensor
+    from evidence.nki.indexing import arange, mgrid
+    from evidence.nki.ops import OPS
+
+    st = _state.State("trn2", False, {}, OPS, False, 0)
+    prev = _state.set_current(st)
+    try:
+        data = np.arange(3 * 4 * 128 * 96, dtype=np.float32).reshape(3, 4, 128, 96)
+        alloc = tensor.Alloc(st, "sbuf", data.shape, np.dtype(np.float32), data, pdim=2)
+        alloc.wmask = np.zeros(data.shape, bool)
+        t = tensor.Tensor.whole(alloc)
+        ip, ix = mgrid[0:64, 0:32]
+        views = [  # served by the fast path
+            (1, 2, arange(128)[:, None], arange(96)[None, :]), (2, -1, 64 + arange(64)[:, None], 3 * arange(32)[None, :]),
+            (0, 3, ip * 2, ix + 64), (1, 0, arange(96)[None, :], arange(96)[:, None]),  # a transposed read
+            (2, 1, arange(128)[:, None]), (0, 0, 127 - arange(128)[:, None], arange(5, 90, 7)[None, :]),
+            (1, arange(4)[:, None], 5),
+        ]
+        for key in views:
+            fast, general = tensor._affine_view(t, key), tensor.index_general(t, key)
+            assert fast is not None, key
+            assert fast.shape == general.shape and fast.block == general.block, key
+            expected = general.read() if general.adv is not None else general.data
+            assert np.array_equal(fast.data, expected) and np.shares_memory(fast.data, data), key
+            assert np.shares_memory(fast.wmask, alloc.wmask), key
+        others = [  # left to the general path: out of range (a mask may make it legal), not affine, a bad integer
+            (2, 2, 100 + arange(64)[:, None], arange(96)[None, :]), (0, 1, arange(128)[:, None], arange(96)[None, :] // 2),
+        ]
+        for key in others:
+            assert tensor._affine_view(t, key) is None and tensor.index_general(t, key).adv is not None, key
+        assert tensor._affine_view(t, (5, 0, arange(128)[:, None])) is None  # the general path reports it
+    finally:
+        _state.set_current(prev)
