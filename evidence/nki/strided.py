@@ -116,6 +116,19 @@ def view(arr: np.ndarray, p: Plan, grid: tuple[int, ...]) -> np.ndarray:
     return as_strided(start, shape=grid, strides=strides, writeable=arr.flags.writeable)
 
 
+def tile_shape(grid: tuple[int, ...], indices: int) -> tuple[list[int], list[int]]:
+    """The tile shape of an access over `grid` by `indices` index arrays, and the grid axes it keeps: a
+    grid of higher rank than the subscript (`ix, iw, iy = nl.mgrid[0:128, 0:1, 0:F]` used as a[ix, iy])
+    leaves unit axes no position uses, which the tile drops, keeping the partition axis."""
+    shape, kept = list(grid), list(range(len(grid)))
+    while len(shape) > indices:
+        units = [i for i in range(1, len(shape)) if shape[i] == 1]
+        if not units:
+            break
+        del shape[units[-1]], kept[units[-1]]
+    return shape, kept
+
+
 # --- the per-subscript fast path: structure planned once per shape of subscript, starts per call -------
 
 class Recipe:
@@ -165,12 +178,7 @@ def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
         grid = np.broadcast_shapes(*[c[0] for c in comps])
     except ValueError:
         return None
-    shape, kept = list(grid), list(range(len(grid)))
-    while len(shape) > len(comps):
-        units = [i for i in range(1, len(shape)) if shape[i] == 1]
-        if not units:
-            break
-        del shape[units[-1]], kept[units[-1]]
+    shape, kept = tile_shape(grid, len(comps))
     steps = []
     for cshape, st in comps:
         shift = len(grid) - len(cshape) if cshape else 0

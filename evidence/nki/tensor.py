@@ -638,14 +638,7 @@ def _advanced(t: Tensor, comps: list, forms: list | None = None) -> Tensor:
             comps.append(np.arange(d, dtype=np.int64).reshape(grid))
             forms.append((0, ((nb + i, 1),) if d > 1 else ()))
     grid = np.broadcast_shapes(*[np.shape(c) for c in comps])
-    # A grid of higher rank than the subscript (e.g. `ix, iw, iy = nl.mgrid[0:128, 0:1, 0:F]` used as
-    # a[ix, iy]) leaves unit axes no position uses: the tile drops them, keeping the partition axis.
-    shape, kept = list(grid), list(range(len(grid)))
-    while len(shape) > len(comps):
-        units = [i for i in range(1, len(shape)) if shape[i] == 1]
-        if not units:
-            break
-        del shape[units[-1]], kept[units[-1]]
+    shape, kept = strided.tile_shape(grid, len(comps))
     affine = strided.plan(comps, t.shape, grid, forms) if t.data is not None else None
     if affine is not None:  # arange/mgrid expressions address memory at fixed strides: a view, not a gather
         dropped = tuple(i for i in range(len(grid)) if i not in kept)
