@@ -39,7 +39,7 @@ class LiveServer:
     _socket: socket.socket | None = field(default=None, repr=False)
 
     def __enter__(self) -> LiveServer:
-        self._socket = socket.socket()
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.bind(("127.0.0.1", 0))
         port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
