@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import exists, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from evidence.submission import Submission
 from grader.consistency.epochs import calibration_epoch
@@ -128,17 +128,25 @@ def get_draft(session: Session, job_id: str) -> tuple[Draft, str] | None:
     return None if row is None else (Draft.model_validate_json(row.draft_json), row.epoch)
 
 
+def _review_state(job_state: str, signed: bool, reviewed: bool) -> str | None:
+    if job_state != jobs.DONE:
+        return None
+    return "signed_off" if signed else ("in_review" if reviewed else "pending")
+
+
+def _job_fields(job: Any) -> dict[str, Any]:
+    """The summary fields a Job row (or a row of its columns) carries."""
+    return dict(id=job.id, state=job.state, task_id=job.task_id, submission_id=job.submission_id,
+                submitted_by=job.submitted_by, attempts=job.attempts, max_attempts=job.max_attempts, worker=job.worker,
+                error=job.error, created_at=iso(job.created_at), started_at=iso(job.started_at),
+                finished_at=iso(job.finished_at))
+
+
 def _view(session: Session, job: Job, *, full: bool) -> Evaluation:
     signed = session.get(SignOff, job.id)
-    review_state = None
-    if job.state == jobs.DONE:
-        reviewed = session.scalar(select(func.count()).select_from(ReviewRow).where(ReviewRow.job_id == job.id))
-        review_state = "signed_off" if signed else ("in_review" if reviewed else "pending")
-    view = Evaluation(
-        id=job.id, state=job.state, review_state=review_state, task_id=job.task_id, submission_id=job.submission_id,
-        submitted_by=job.submitted_by, attempts=job.attempts, max_attempts=job.max_attempts, worker=job.worker,
-        error=job.error, created_at=iso(job.created_at), started_at=iso(job.started_at),
-        finished_at=iso(job.finished_at))
+    reviewed = job.state == jobs.DONE and bool(
+        session.scalar(select(func.count()).select_from(ReviewRow).where(ReviewRow.job_id == job.id)))
+    view = Evaluation(review_state=_review_state(job.state, signed is not None, reviewed), **_job_fields(job))
     if job.state == jobs.DONE and (row := session.execute(select(DraftRow.flag_codes, DraftRow.uncalibrated)
                                                           .where(DraftRow.job_id == job.id)).first()) is not None:
         view.flags, view.calibrated = row.flag_codes.split(), row.uncalibrated == 0
@@ -148,10 +156,6 @@ def _view(session: Session, job: Job, *, full: bool) -> Evaluation:
         view.reviews, view.criteria = review.history(session, job.id, draft, epoch)
         view.sign_off = review.sign_off_view(signed)
     return view
-
-
-def summary(view: Evaluation) -> EvaluationSummary:
-    return EvaluationSummary.model_validate(view.model_dump(include=set(EvaluationSummary.model_fields)))
 
 
 def list_queue(store: Store, principal: Principal, *, state: str | None = None, task: str | None = None,
@@ -188,11 +192,29 @@ def list_queue(store: Store, principal: Principal, *, state: str | None = None, 
                             | exists().where(SignOff.job_id == Job.id, SignOff.author.in_(authors)))
     if not principal.may("reviewer"):
         query = query.where(Job.submitted_by == principal.id)
+    # One query for the page's rows (the job's columns, its draft's queue fields, whether it is reviewed
+    # and signed off) and one for the total, whatever the page size.
+    # (The draft is joined under an alias so the filters' EXISTS over drafts stay correlated to the job only.)
+    drafted = aliased(DraftRow)
+    listed = (query.with_only_columns(*SUMMARY_COLUMNS, drafted.flag_codes, drafted.uncalibrated,
+                                      signed.label("signed"), exists().where(ReviewRow.job_id == Job.id).label("reviewed"))
+              .outerjoin(drafted, drafted.job_id == Job.id)
+              .order_by(Job.created_at, Job.id).offset(offset).limit(limit))
     with store.read() as session:
         total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-        rows = session.scalars(query.order_by(Job.created_at, Job.id).offset(offset).limit(limit))
-        items = [summary(_view(session, job, full=False)) for job in rows]
+        items = [_summary_of(row) for row in session.execute(listed)]
     return EvaluationPage(items=items, total=total, offset=offset, limit=limit)
+
+
+SUMMARY_COLUMNS = (Job.id, Job.state, Job.task_id, Job.submission_id, Job.submitted_by, Job.attempts, Job.max_attempts,
+                   Job.worker, Job.error, Job.created_at, Job.started_at, Job.finished_at)
+
+
+def _summary_of(row: Any) -> EvaluationSummary:
+    drafted = row.state == jobs.DONE and row.flag_codes is not None
+    return EvaluationSummary(review_state=_review_state(row.state, row.signed, row.reviewed), **_job_fields(row),
+                             flags=row.flag_codes.split() if drafted else [],
+                             calibrated=row.uncalibrated == 0 if drafted else None)
 
 
 def get_submission_of(store: Store, principal: Principal, evaluation_id: str) -> Submission | None:

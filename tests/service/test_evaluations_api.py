@@ -9,13 +9,13 @@ import time
 import pytest
 
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import event, select
 from typer.testing import CliRunner
 
 from grader.api.app import create_app
 from grader.cli import app as cli_app
 from grader.draft import Flag
-from grader.service import jobs
+from grader.service import evaluations, jobs
 from grader.service.evaluations import KIND
 from grader.store.models import AuditEntry, DraftRow
 from tests.conftest import EXAMPLES
@@ -170,7 +170,7 @@ def test_nobody_signs_off_their_own_submission(client, callers, worker):
     assert own.status_code == 403 and "another reviewer" in own.json()["detail"]
 
 
-def test_queue_lists_filters_and_pages(client, callers, worker):
+def test_queue_lists_filters_and_pages(client, callers, worker, store):
     sub, rev = callers["submitter"], callers["reviewer"]
     ids = [client.post("/v1/evaluations?wait=60", json=upload(n), headers=sub.headers).json()["id"]
            for n in ("matmul-tiled", "softmax-ragged-defect", "rmsnorm-cuda-port")]
@@ -180,6 +180,23 @@ def test_queue_lists_filters_and_pages(client, callers, worker):
     page = client.get("/v1/evaluations?limit=2", headers=rev.headers).json()
     assert page["total"] == 3 and [x["id"] for x in page["items"]] == ids[:2]
     assert [x["id"] for x in client.get("/v1/evaluations?offset=2", headers=rev.headers).json()["items"]] == ids[2:]
+    listed = client.get("/v1/evaluations", headers=rev.headers).json()["items"]
+    assert [x["review_state"] for x in listed] == ["signed_off", "pending", "pending"]
+    assert all(x["state"] == "done" and isinstance(x["calibrated"], bool) for x in listed)
+    flagged = [x["id"] for x in listed if x["flags"]]
+    assert [x["id"] for x in client.get("/v1/evaluations?flag=any", headers=rev.headers).json()["items"]] == flagged
+    # The listing is two statements (the page and the total) whatever the page size: no query per row.
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *rest) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        assert len(evaluations.list_queue(store, rev.principal, limit=200).items) == 3
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 2
     assert [x["id"] for x in client.get("/v1/evaluations?state=needs_review", headers=rev.headers).json()["items"]] == ids[1:]
     assert [x["id"] for x in client.get("/v1/evaluations?state=signed_off", headers=rev.headers).json()["items"]] == ids[:1]
     assert [x["id"] for x in client.get(f"/v1/evaluations?reviewer={rev.principal.name}", headers=rev.headers).json()["items"]] == ids[:1]
