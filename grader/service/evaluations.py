@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import exists, func, select
@@ -125,7 +126,16 @@ def get(store: Store, principal: Principal, evaluation_id: str) -> Evaluation:
 
 def get_draft(session: Session, job_id: str) -> tuple[Draft, str] | None:
     row = session.get(DraftRow, job_id)
-    return None if row is None else (Draft.model_validate_json(row.draft_json), row.epoch)
+    return None if row is None else (parsed_draft(row.draft_json), row.epoch)
+
+
+@lru_cache(maxsize=32)
+def parsed_draft(draft_json: str) -> Draft:
+    """A stored draft, validated once per content: a draft is written once and never changed, and
+    Draft is frozen, so every page and API read of it can share one object (validating a 200-item
+    draft costs milliseconds per request, and pages derive more from the same object; see
+    grader.web.draft_view.per_draft)."""
+    return Draft.model_validate_json(draft_json)
 
 
 def _review_state(job_state: str, signed: bool, reviewed: bool) -> str | None:

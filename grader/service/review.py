@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -53,14 +54,18 @@ BLOCKER_CHECKS: list[Callable[[CriterionDraft, set[str]], list[str]]] = [_flag_b
 def failed_calibration_gates(session: Session, epoch: str, rubric_id: str) -> set[str]:
     """Criteria whose gates failed in the newest calibration run of this epoch (a run may be newer
     than the draft, whose own consistency check saw the runs of its time)."""
-    from grader.consistency.report import CalibrationReport
-
     row = session.scalars(select(CalibrationRun.report_json).where(CalibrationRun.epoch == epoch,
                           CalibrationRun.rubric == rubric_id).order_by(CalibrationRun.created_at.desc()).limit(1)).first()
-    if row is None:
-        return set()
-    report = CalibrationReport.model_validate_json(row)
-    return {c.criterion_id for c in report.criteria if not c.verdict.passed}
+    return set() if row is None else set(_failed_gates(row))
+
+
+@lru_cache(maxsize=16)
+def _failed_gates(report_json: str) -> frozenset[str]:
+    """Parsed once per report: every draft page of the epoch asks, and a report is never rewritten."""
+    from grader.consistency.report import CalibrationReport
+
+    report = CalibrationReport.model_validate_json(report_json)
+    return frozenset(c.criterion_id for c in report.criteria if not c.verdict.passed)
 
 
 def blockers(c: CriterionDraft, failed_gates: set[str]) -> list[str]:

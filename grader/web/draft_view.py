@@ -10,16 +10,18 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import quote, urlencode
 
 from markupsafe import Markup, escape
 
-from evidence.model import AnalyzerFailure, EvidenceItem, Severity
+from evidence.model import AnalyzerFailure, EvidenceBundle, EvidenceItem, Severity
 from grader.draft import Citation, CriterionDraft, Draft, Flag
 from grader.errors import GraderError
 from grader.rubric import Level, Rubric, load_rubric
 from grader.service.views import CriterionState, Evaluation, ReviewView
+from grader.web.per_draft import per_draft
 from grader.web.source import highlight_excerpt, line_anchor
 
 _BRACKETED = re.compile(r"\[([A-Za-z0-9_.:/@\-]+(?:\[[0-9,]*\])?[A-Za-z0-9_.:/@\-]*)\]")
@@ -82,6 +84,7 @@ class ServedLinks:
         return self.evidence(citation.evidence_id)
 
 
+@dataclass(frozen=True)
 class StandaloneLinks:
     """Everything is in the one file: sources are listed at the end, citations have panels."""
 
@@ -174,20 +177,45 @@ class Finding:
     excerpt: Markup | None  # the finding's lines with a little context, highlighted
 
 
+@dataclass(frozen=True)
+class EvidenceView:
+    """What the page shows of the evidence bundle: the same for every request of one draft."""
+
+    groups: tuple[EvidenceGroup, ...]
+    findings: tuple[Finding, ...]
+    numerics: tuple[EvidenceItem, ...]
+    perf: tuple[EvidenceItem, ...]
+    by_id: dict[str, EvidenceItem | AnalyzerFailure]  # the bundle's items and failures by id
+    bundle_hash: str
+
+
 @dataclass
 class DraftView:
     draft: Draft
     rubric: Rubric | None
     criteria: tuple[CriterionView, ...]
-    groups: tuple[EvidenceGroup, ...]
-    findings: tuple[Finding, ...]
-    numerics: tuple[EvidenceItem, ...]
-    perf: tuple[EvidenceItem, ...]
+    evidence: EvidenceView
     files: dict[str, str]
     task_title: str | None = None
     evaluation: Evaluation | None = None
     scale_max: int = 5
     extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> tuple[EvidenceGroup, ...]:
+        return self.evidence.groups
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.evidence.findings
+
+    @property
+    def numerics(self) -> tuple[EvidenceItem, ...]:
+        return self.evidence.numerics
+
+    @property
+    def perf(self) -> tuple[EvidenceItem, ...]:
+        return self.evidence.perf
 
     @property
     def alerts(self) -> int:
@@ -203,7 +231,7 @@ class DraftView:
 
     def linked(self, text: str, links: Links) -> Markup:
         """Text with every bracketed evidence id of this bundle ('[sim.output:0]') made a link to the item."""
-        ids = self.draft.evidence.ids()
+        ids = self.evidence.by_id
         out, last = [], 0
         for match in _BRACKETED.finditer(text):
             if match.group(1) in ids:
@@ -216,11 +244,11 @@ class DraftView:
         return f"{score} / {self.scale_max}" if status == "scored" else status.replace("_", " ")
 
 
-def _rubric(draft: Draft, rubric: Rubric | None) -> Rubric | None:
+def _rubric(draft: Draft, rubric: Rubric | None, dirs: tuple[Path, ...] | None) -> Rubric | None:
     if rubric is not None:
         return rubric
     try:
-        return load_rubric(draft.rubric.id)
+        return load_rubric(draft.rubric.id, dirs)
     except GraderError:  # a stored draft of a rubric no longer shipped still renders, with criterion ids
         return None
 
@@ -245,26 +273,36 @@ def _groups(items: Iterable[EvidenceItem]) -> tuple[EvidenceGroup, ...]:
 
 
 def build(draft: Draft, files: dict[str, str], *, rubric: Rubric | None = None, evaluation: Evaluation | None = None,
-          task_title: str | None = None) -> DraftView:
-    rubric = _rubric(draft, rubric)
+          task_title: str | None = None, rubric_dirs: tuple[Path, ...] | None = None) -> DraftView:
+    """The page's view of a draft; without `rubric`, the draft's rubric from `rubric_dirs` (the server's
+    settings; None reads the settings from the environment, which costs milliseconds)."""
+    rubric = _rubric(draft, rubric, rubric_dirs)
     states = {s.criterion_id: s for s in evaluation.criteria} if evaluation else {}
     reviews = evaluation.reviews if evaluation else []
     bundle = draft.evidence
+    evidence = per_draft.get(draft, ("evidence", tuple(sorted(files.items()))), lambda: _evidence(bundle, files))
     criteria = []
     for c in draft.criteria:
         spec = next((k for k in rubric.criteria if k.id == c.criterion_id), None) if rubric else None
-        cites = tuple(CitationView(c.criterion_id, n, cit, bundle.get(cit.evidence_id))
+        cites = tuple(CitationView(c.criterion_id, n, cit, evidence.by_id.get(cit.evidence_id))
                       for n, cit in enumerate(c.citations, 1))
         criteria.append(CriterionView(
             draft=c, title=spec.title if spec else c.criterion_id, description=spec.description.strip() if spec else "",
             citations=cites, levels=tuple(sorted(spec.levels, key=lambda lv: -lv.score)) if spec else (),
             state=states.get(c.criterion_id),
             reviews=tuple(r for r in reviews if r.criterion_id == c.criterion_id)))
+    return DraftView(
+        draft=draft, rubric=rubric, criteria=tuple(criteria),
+        evidence=evidence,
+        files=files, task_title=task_title, evaluation=evaluation, scale_max=rubric.scale_max if rubric else 5)
+
+
+def _evidence(bundle: EvidenceBundle, files: dict[str, str]) -> EvidenceView:
     found = [i for i in bundle.items if i.kind in SIM_FINDING_KINDS]
     findings = tuple(Finding(i, excerpt(files, i.location.file, i.location.start_line, i.location.end_line,
                                         f"finding-{n}-L") if i.location else None) for n, i in enumerate(found, 1))
-    return DraftView(
-        draft=draft, rubric=rubric, criteria=tuple(criteria), groups=_groups(bundle.items), findings=findings,
+    return EvidenceView(
+        groups=_groups(bundle.items), findings=findings,
         numerics=tuple(i for i in bundle.items if i.kind.startswith(NUMERICS_KINDS)),
         perf=tuple(i for i in bundle.items if i.kind.startswith(PERF_PREFIX)),
-        files=files, task_title=task_title, evaluation=evaluation, scale_max=rubric.scale_max if rubric else 5)
+        by_id={i.id: i for i in (*bundle.failures, *reversed(bundle.items))}, bundle_hash=bundle.bundle_hash)

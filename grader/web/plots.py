@@ -1,27 +1,66 @@
-"""Plots on the draft page, as data-URI images (allowed by the CSP's `img-src data:`; an SVG shown
-through <img> runs no script and is not styled by the page)."""
+"""The performance section's roofline: the cost model's plot (`grader.reports.roofline`) as a data-URI
+image, and the same facts in words for those who cannot see it.
+
+A data-URI <img> rather than inline <svg>: matplotlib's SVG styles every path with `style=`
+attributes and a <style> element, which the pages' CSP (`style-src 'self'`, or the one stylesheet's
+hash in a standalone report) would block inline; inside an <img> the SVG is its own document, runs
+no script and keeps its styles. The CSP allows `img-src data:`.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 
 from evidence.model import EvidenceItem
+from grader.reports.roofline import roofline_svg
 from grader.web.draft_view import DraftView
 
 
 @lru_cache(maxsize=128)
 def _roofline_uri(item_json: str) -> str | None:
-    try:
-        from grader.reports.roofline import roofline_svg  # the cost-model report's plot (issue 14)
-    except ImportError:  # until the cost model's report lands, the page shows the estimate without a plot
-        return None
     svg = roofline_svg(EvidenceItem.model_validate_json(item_json))
     return None if svg is None else "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 
 
 def roofline_image(view: DraftView) -> str | None:
-    """The roofline plot of the cost model's estimate, when the bundle has one (rendered once per item)."""
+    """The roofline plot of the cost model's estimate, when the bundle has one with matmul FLOPs
+    (rendered once per item: matplotlib takes a few hundred milliseconds)."""
     item = view.roofline
     return None if item is None else _roofline_uri(json.dumps(item.model_dump(mode="json"), sort_keys=True))
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    evidence_id: str
+
+
+def _roofline_sentence(item: EvidenceItem) -> str:
+    m = item.metrics
+    ai, ridge = m.get("arithmetic_intensity", 0.0), m.get("ridge_point", 0.0)
+    achieved, attainable, peak = m.get("achieved_tflops", 0.0), m.get("attainable_tflops", 0.0), m.get("peak_tflops", 0.0)
+    if ai <= 0 or achieved <= 0 or ridge <= 0:
+        return item.title + "."  # no matmul FLOPs: no point on the plot, the bandwidth figures in words
+    side = "left of" if ai < ridge else "right of"
+    regime = item.labels.get("regime", "memory-bound" if ai < ridge else "compute-bound")
+    share = f" ({achieved / attainable:.0%} of it)" if attainable > 0 else ""
+    return (f"On the roofline the kernel sits at {ai:.3g} FLOP per HBM byte, {side} the ridge point at "
+            f"{ridge:.0f} FLOP/B, so it is {regime}: it reaches {achieved:.3g} TFLOPS where its intensity allows "
+            f"{attainable:.3g}{share}, against a peak of {peak:g} TFLOPS.")
+
+
+def performance_words(view: DraftView) -> tuple[Sentence, ...]:
+    """The estimate, the roofline point, the bottleneck and the what-ifs (largest saving first) in words:
+    the text alternative of the roofline plot, each sentence naming its evidence item."""
+    by_kind: dict[str, list[EvidenceItem]] = {}
+    for item in view.perf:
+        by_kind.setdefault(item.kind, []).append(item)
+    out = [Sentence(i.title + ".", i.id) for i in by_kind.get("perf.estimate", [])]
+    out += [Sentence(_roofline_sentence(i), i.id) for i in by_kind.get("perf.roofline", [])]
+    out += [Sentence(i.title + ".", i.id) for i in by_kind.get("perf.bottleneck", [])]
+    whatifs = sorted(by_kind.get("perf.whatif", []), key=lambda i: -i.metrics.get("speedup", 1.0))
+    out += [Sentence(i.title + ".", i.id) for i in whatifs]
+    return tuple(out)

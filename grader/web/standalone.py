@@ -13,7 +13,7 @@ from grader.draft import Draft
 from grader.rubric import Rubric
 from grader.web import draft_view
 from grader.web.assets import standalone_csp, stylesheet
-from grader.web.plots import roofline_image
+from grader.web.sections import evidence_sections
 from grader.web.source import highlight_file, span_lines
 from grader.web.templating import render
 
@@ -36,8 +36,9 @@ def render_standalone(draft: Draft, files: dict[str, str], *, rubric: Rubric | N
                                               f"{ct.anchor}-L") for c in view.criteria for ct in c.citations}
     marked = _cited_lines(view)
     sources = [(path, highlight_file(path, text, tuple(marked.get(path, ())))) for path, text in files.items()]
+    links = draft_view.StandaloneLinks()
     return render(
-        "draft.html.j2", v=view, links=draft_view.StandaloneLinks(), standalone=True, csp=standalone_csp(),
-        inline_css=Markup(stylesheet()), excerpts=excerpts, sources=sources, roofline_svg=roofline_image(view),
+        "draft.html.j2", v=view, links=links, standalone=True, csp=standalone_csp(),
+        inline_css=Markup(stylesheet()), excerpts=excerpts, sources=sources, evidence_sections=evidence_sections(view, links),
         alert_flags=draft_view.ALERT_FLAGS, names={}, can_review=False, form_error=None, flash=None, ui="",
         who=None, nav=None, nav_items=(), csrf="", scale=(), auth_off=False, asset_version="")

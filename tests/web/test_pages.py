@@ -3,6 +3,7 @@ review and sign-off forms going through the service's rules, and the audit-log e
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -111,6 +112,21 @@ def test_draft_page_shows_criteria_citations_evidence_and_findings(web):
     assert "output_not_fully_written" in html.split('id="simulator"')[1].split('id="numerics"')[0]
     assert "rel. L2" in html and "0.003812" in html  # the numerics summary
     assert html.count('name="action" value="edit"') == 10  # a review form per criterion
+
+
+def test_draft_page_shows_the_roofline_plot_and_the_estimate_in_words(web):
+    eid = web.submit("matmul-tiled")
+    r = web.sign_in("reviewer").get(f"/ui/evaluations/{eid}")
+    perf = r.text.split('id="performance"')[1].split('id="evidence"')[0]
+    # The cost model's SVG as an image the CSP allows (img-src data:), described by the words beside it.
+    image = re.search(r'<img class="roofline" src="data:image/svg\+xml;base64,([^"]+)"[^>]*>', perf)
+    assert image and 'aria-describedby="performance-words"' in image.group(0)
+    svg = base64.b64decode(image.group(1)).decode()
+    assert "<svg" in svg and "<script" not in svg.lower()
+    words = perf.split('id="performance-words"')[1].split("</ul>")[0]
+    assert "Estimated " in words and "On the roofline the kernel sits at " in words and "memory-bound" in words
+    assert "Bottleneck: " in words and words.count("What-if: ") >= 1
+    assert "<script" not in r.text.lower() and " style=" not in r.text
 
 
 def test_source_page_highlights_the_cited_lines_beside_the_item(web):

@@ -1,15 +1,14 @@
-"""The roofline on the draft page comes from the cost model's own plot (grader.reports.roofline)."""
+"""The roofline on the draft page comes from the cost model's own plot (grader.reports.roofline), and
+the same facts are given in words."""
 
 from __future__ import annotations
 
 import base64
 
-import pytest
-
 from evidence.model import EvidenceItem
 from grader.draft import Draft
 from grader.web import draft_view
-from grader.web.plots import roofline_image
+from grader.web.plots import performance_words, roofline_image
 
 
 def roofline_item() -> EvidenceItem:
@@ -34,8 +33,38 @@ def test_no_roofline_without_a_cost_model_estimate():
 
 
 def test_roofline_is_the_cost_models_svg_as_a_data_uri():
-    pytest.importorskip("grader.reports.roofline", reason="the cost model's roofline report has not landed")
     uri = roofline_image(view_with([roofline_item()]))
     assert uri is not None and uri.startswith("data:image/svg+xml;base64,")
     svg = base64.b64decode(uri.split(",", 1)[1]).decode()
     assert svg.lstrip().startswith(("<?xml", "<svg")) and "<script" not in svg
+
+
+def perf_item(kind: str, ident: str, title: str, **metrics: float) -> EvidenceItem:
+    return EvidenceItem(id=ident, kind=kind, analyzer="perf@1", title=title, metrics=metrics)
+
+
+def test_the_estimate_roofline_bottleneck_and_what_ifs_in_words():
+    view = view_with([
+        perf_item("perf.whatif", "perf.whatif:small-dma", "What-if: batching transfers: 9.4 us -> 7.97 us (1.18x)", speedup=1.18),
+        perf_item("perf.bottleneck", "perf.bottleneck:dma", "Bottleneck: DMA, 64% busy"),
+        roofline_item(),
+        perf_item("perf.estimate", "perf.estimate:kernel.py", "Estimated 9.4 us on trn2 (bottleneck DMA)"),
+        perf_item("perf.whatif", "perf.whatif:overlap", "What-if: perfect overlap: 9.4 us -> 6.05 us (1.55x)", speedup=1.55),
+    ])
+    words = performance_words(view)
+    # Estimate, roofline, bottleneck, then the what-ifs with the largest saving first; each names its item.
+    assert [s.evidence_id for s in words] == ["perf.estimate:kernel.py", "perf.roofline:kernel.py", "perf.bottleneck:dma",
+                                              "perf.whatif:overlap", "perf.whatif:small-dma"]
+    assert words[1].text == ("On the roofline the kernel sits at 85 FLOP per HBM byte, left of the ridge point at 217 FLOP/B, "
+                             "so it is memory-bound: it reaches 40 TFLOPS where its intensity allows 246 (16% of it), "
+                             "against a peak of 667 TFLOPS.")
+    assert words[0].text == "Estimated 9.4 us on trn2 (bottleneck DMA)."
+
+
+def test_without_matmul_flops_the_words_give_the_bandwidth_and_there_is_no_plot():
+    item = perf_item("perf.roofline", "perf.roofline:kernel.py",
+                     "Roofline: no matmul FLOPs; 3.2 MiB of HBM traffic at 41% of HBM bandwidth (memory-bound)",
+                     arithmetic_intensity=0.0, achieved_tflops=0.0, peak_tflops=667.0, hbm_gbps=2900.0)
+    view = view_with([item])
+    assert roofline_image(view) is None
+    assert [s.text for s in performance_words(view)] == [item.title + "."]

@@ -19,7 +19,7 @@ from grader.service.errors import ServiceError
 from grader.service.views import CriterionDecision, Evaluation
 from grader.web import draft_view
 from grader.web.context import UI, PageContext, PageError, form, page
-from grader.web.plots import roofline_image
+from grader.web.sections import evidence_sections
 from grader.web.source import highlight_file, line_anchor, span_lines
 
 router = APIRouter()
@@ -40,11 +40,12 @@ def render_evaluation(ctx: PageContext, view: Evaluation, *, status: int = 200, 
         return ctx.html("pending.html.j2", status=status, ev=view, refresh=REFRESH_S if view.state in ("queued", "running") else None,
                         names=ctx.names(), nav="queue")
     files, title = _files(ctx, view.id)
-    v = draft_view.build(view.draft, files, evaluation=view, task_title=title)
+    v = draft_view.build(view.draft, files, evaluation=view, task_title=title, rubric_dirs=ctx.settings.rubric_dirs())
     can_review = ctx.who is not None and ctx.who.may("reviewer") and view.state == "done" and view.sign_off is None
     scale = list(range(v.rubric.scale_min, v.rubric.scale_max + 1)) if v.rubric else [1, 2, 3, 4, 5]
-    return ctx.html("draft.html.j2", status=status, v=v, links=draft_view.ServedLinks(view.id, UI), can_review=can_review,
-                    roofline_svg=roofline_image(v), names=ctx.names(), scale=scale, form_error=form_error,
+    links = draft_view.ServedLinks(view.id, UI)
+    return ctx.html("draft.html.j2", status=status, v=v, links=links, can_review=can_review,
+                    evidence_sections=evidence_sections(v, links), names=ctx.names(), scale=scale, form_error=form_error,
                     flash=flash, nav="queue")
 
 
@@ -71,7 +72,8 @@ def source_page(ctx: PageContext = Depends(page("submitter")), evaluation_id: st
     text = files[file]
     start, _, end = lines.partition("-")
     marked = span_lines(int(start), int(end or start), len(text.splitlines())) if start else ()
-    v = draft_view.build(view.draft, files, evaluation=view, task_title=title) if view.draft else None
+    v = draft_view.build(view.draft, files, evaluation=view, task_title=title,
+                         rubric_dirs=ctx.settings.rubric_dirs()) if view.draft else None
     item = view.draft.evidence.get(evidence) if view.draft and evidence else None
     citing = [c for c in v.criteria for ct in c.citations if ct.citation.evidence_id == evidence] if v and evidence else []
     nearby = [] if not v or not marked else [
