@@ -141,6 +141,8 @@ def main() -> None:
             shoot(page, "07-evidence-by-collector")
             page.goto(f"{base}/ui/evaluations/{ids['matmul-tiled']}")
             shoot(page, "08-signed-off-draft")
+            page.goto(f"{base}/ui/evaluations/{ids['matmul-tiled']}#performance")
+            shoot(page, "08b-performance-and-roofline")
             calibration.reviewer_calibration(store, settings, Principal(made["rita"][0], "rita", "reviewer"), made["rita"][0], "mini-set")  # warm the cache
             page.goto(f"{base}/ui/reviewers/me?set=mini-set")
             shoot(page, "09-reviewer-certification")

@@ -134,7 +134,7 @@ def parsed_draft(draft_json: str) -> Draft:
     """A stored draft, validated once per content: a draft is written once and never changed, and
     Draft is frozen, so every page and API read of it can share one object (validating a 200-item
     draft costs milliseconds per request, and pages derive more from the same object; see
-    grader.web.draft_view.per_draft)."""
+    grader.web.per_draft)."""
     return Draft.model_validate_json(draft_json)
 
 

@@ -46,10 +46,9 @@ def _roofline_sentence(item: EvidenceItem) -> str:
         return item.title + "."  # no matmul FLOPs: no point on the plot, the bandwidth figures in words
     side = "left of" if ai < ridge else "right of"
     regime = item.labels.get("regime", "memory-bound" if ai < ridge else "compute-bound")
-    share = f" ({achieved / attainable:.0%} of it)" if attainable > 0 else ""
     return (f"On the roofline the kernel sits at {ai:.3g} FLOP per HBM byte, {side} the ridge point at "
             f"{ridge:.0f} FLOP/B, so it is {regime}: it reaches {achieved:.3g} TFLOPS where its intensity allows "
-            f"{attainable:.3g}{share}, against a peak of {peak:g} TFLOPS.")
+            f"at most {attainable:.3g}, against a peak of {peak:g} TFLOPS.")
 
 
 def performance_words(view: DraftView) -> tuple[Sentence, ...]:

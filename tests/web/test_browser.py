@@ -182,17 +182,17 @@ def test_keyboard_reaches_the_page_with_visible_focus(served, browser):
 def test_standalone_report_opens_from_a_file(tmp_path, browser):
     folder = tmp_path / "injected"
     folder.mkdir()
-    for p in (EXAMPLES / "softmax-ragged-defect").iterdir():
+    for p in (EXAMPLES / "matmul-tiled").iterdir():  # a matmul: its report has a roofline plot
         (folder / p.name).write_text(p.read_text())
     kernel = folder / "kernel.py"
-    kernel.write_text(kernel.read_text().replace('"""Row softmax', f'"""Row softmax {SCRIPT}', 1))
+    kernel.write_text(kernel.read_text().replace('"""Tiled bf16 matmul', f'"""Tiled bf16 matmul {SCRIPT}', 1))
     out = tmp_path / "draft.html"
     result = CliRunner().invoke(cli, ["evaluate", str(folder), "--format", "html", "-o", str(out)])
     assert result.exit_code == 0, result.output
     page = browser.new_page()
     watch = PageWatch(page, (out.as_uri(),))
     page.goto(out.as_uri())
-    assert page.get_by_role("heading", name="Draft evaluation: softmax-rows").is_visible()
+    assert page.get_by_role("heading", name="Draft evaluation: matmul-tiled-bf16").is_visible()
     link = page.locator("#crit-kernel_correctness ol.citations a").first
     target = link.get_attribute("href")
     link.click()
@@ -201,4 +201,10 @@ def test_standalone_report_opens_from_a_file(tmp_path, browser):
     assert SCRIPT in page.locator("#sources").locator("xpath=..").inner_text()
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("getComputedStyle(document.querySelector('.msg.warn')).borderLeftWidth") == "6px"  # CSS applied
+    # The roofline plot decodes and is drawn under the report's CSP, with its description in words beside it.
+    plot = page.get_by_role("img", name="Roofline plot of the cost model's estimate, described in words beside it.")
+    plot.scroll_into_view_if_needed()
+    assert plot.is_visible() and plot.evaluate("img => img.complete && img.naturalWidth > 300")
+    words = page.locator("#performance-words").inner_text()
+    assert "On the roofline the kernel sits at" in words and "Bottleneck:" in words and "What-if:" in words
     assert not watch.problems, watch.problems

@@ -56,7 +56,7 @@ def test_the_estimate_roofline_bottleneck_and_what_ifs_in_words():
     assert [s.evidence_id for s in words] == ["perf.estimate:kernel.py", "perf.roofline:kernel.py", "perf.bottleneck:dma",
                                               "perf.whatif:overlap", "perf.whatif:small-dma"]
     assert words[1].text == ("On the roofline the kernel sits at 85 FLOP per HBM byte, left of the ridge point at 217 FLOP/B, "
-                             "so it is memory-bound: it reaches 40 TFLOPS where its intensity allows 246 (16% of it), "
+                             "so it is memory-bound: it reaches 40 TFLOPS where its intensity allows at most 246, "
                              "against a peak of 667 TFLOPS.")
     assert words[0].text == "Estimated 9.4 us on trn2 (bottleneck DMA)."
 
