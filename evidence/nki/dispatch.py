@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from evidence.nki import state as _state
+from evidence.nki.accumulation import COPY_OPS, is_addition
 from evidence.nki.errors import UnsupportedOpError
 from evidence.nki.trace import TraceEvent
 
@@ -68,8 +69,15 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         st.params_written.add(written.alloc.param)  # an instruction writes an argument (host_access)
     if c.engine is not None:
         _record(st, op, c, st.redundant_bytes - redundant_before)
-    elif st.recorder.keep and c.out is not None:
-        _forward(st, c)
+        st.recorder.chains.write(c.into if c.into is not None else c.out, c.ins, is_addition(c.op, c.p),
+                                 c.op in COPY_OPS)
+    elif c.out is not None:
+        if c.op in COPY_OPS and not c.p.get("same"):  # binding a fresh result, PSUM accumulation
+            v = c.p.get("v")
+            st.recorder.chains.write(c.out, c.ins + [v] if getattr(v, "alloc", None) is not None else c.ins,
+                                     False, True)
+        if st.recorder.keep:
+            _forward(st, c)
     if st.trace_only:
         if c.into is not None:
             c.into.receive(c.out, c.p.get("accumulate", False))  # write bookkeeping only

@@ -71,6 +71,7 @@ class Report(BaseModel):
     findings: tuple[FindingModel, ...] = ()
     dtypes: tuple[str, ...] = ()  # dtypes the instructions produced or moved (the error model's device dtype)
     reduce_length: float = 0.0  # longest free-axis reduction, elements in per element out
+    accumulation_depth: int = 0  # longest chain of element-wise additions feeding a value (evidence.nki.accumulation)
 
 
 def build_report(st: State) -> Report:
@@ -121,6 +122,7 @@ def build_report(st: State) -> Report:
         findings=tuple(out),
         dtypes=tuple(sorted(agg.dtypes)),
         reduce_length=agg.reduce_len,
+        accumulation_depth=st.recorder.chains.longest,
     )
 
 

@@ -99,6 +99,7 @@ class Alloc:
         if self.held:
             self.state.free_onchip(self.buffer, self.held)
             rec = self.state.recorder
+            rec.chains.free(self.uid)
             if rec.keep:
                 rec.frees.append((len(rec.events), self.uid))
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evidence.nki.accumulation import Chains
+
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 # free-axis reductions: their reduction length (elements in per element out) feeds the error model's bounds
 REDUCE_OPS = frozenset({"sum", "max", "min", "mean", "prod", "var", "all", "nisa.tensor_reduce",
@@ -143,7 +145,7 @@ def _free(shape: tuple) -> int:
 class Recorder:
     """Collects events (unless told not to keep them), the side tables a scheduler needs, and the aggregate."""
 
-    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks")
+    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks", "chains")
 
     def __init__(self, keep: bool = True) -> None:
         self.events: list[TraceEvent] = []
@@ -153,6 +155,7 @@ class Recorder:
         self.allocs: dict[int, tuple[str, int]] = {}  # on-chip allocation id -> (buffer, bytes/partition or banks)
         self.frees: list[tuple[int, int]] = []  # (position, allocation id) when an on-chip allocation was released
         self.marks: list[tuple[int, int, str, int, int]] = []  # (position, loop token, kind, iteration, line) per iteration
+        self.chains = Chains()  # element-wise accumulation depth per region (kept in every mode: the error model's K)
 
     def add(self, ev: TraceEvent) -> None:
         if self.keep:

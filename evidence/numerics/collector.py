@@ -239,8 +239,11 @@ def _sig(x: float, digits: int = 6) -> float:
 
 
 def _reduction_length(report, shapes: list[tuple[int, ...]]) -> float:
-    """K for the bounds: the matmul contraction length per output element, or the longest reduction."""
+    """K for the bounds: the matmul contraction length per output element, the longest reduction, or
+    the longest chain of element-wise additions (a running sum carried across loop iterations)."""
     flops = float(report.matmul_flops) if report else 0.0
     elements = sum(int(np.prod(s or (1,))) for s in shapes)
     k = flops / (2.0 * elements) if flops > 0 and elements > 0 else 1.0
-    return max(k, float(report.reduce_length) if report else 1.0)
+    if not report:
+        return k
+    return max(k, float(report.reduce_length), float(report.accumulation_depth))

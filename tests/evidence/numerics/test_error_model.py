@@ -8,7 +8,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from evidence.numerics.collector import NumericsCollector
+from evidence.nki import load_kernel, simulate
+from evidence.numerics.collector import NumericsCollector, _reduction_length
 from evidence.numerics.errormodel import Trial, assess, combine, recommended_tolerance
 from evidence.numerics.patterns import mismatch_pattern
 from evidence.submission import Manifest, Submission
@@ -170,6 +171,38 @@ def test_affine_dependency_shows_only_when_the_iterations_run_in_reverse():
     v = verdict("affine_carry")
     assert v.labels["order"] == "affine reversed" and "affine_range iterations reversed" in v.title
     assert "seed 1: within" in v.detail
+
+
+RUNNING_SUM = """
+@nki.jit
+def kernel(x):
+    rows, cols = x.shape
+    out = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    carry = nl.zeros((rows, 1), dtype=nl.{acc})
+    running = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.sequential_range(cols):  # element-wise adds carried from column to column
+        carry[...] = nisa.tensor_tensor(carry, tile[:, j:j + 1], np.add, dtype=nl.{acc})
+        running[:, j:j + 1] = nisa.tensor_copy(carry, dtype=nl.float32)
+    nl.store(out, value=running)
+    return out
+"""
+
+
+@pytest.mark.parametrize("acc, verdict", [("float32", "within"), ("bfloat16", "defect")])
+def test_an_elementwise_running_sum_is_bounded_by_its_steps_in_its_accumulator_dtype(acc, verdict):
+    # calibration items cumsum-per-column and rowsum-per-column: an fp32 running sum over a sequential loop
+    # was judged against K = 1 (its error 3x the bound: "defect"); with K = the chain's 2048 additions it is
+    # within, while the same chain in a bf16 accumulator still exceeds the fp32 bound many times over
+    x = np.random.default_rng(3).uniform(0, 1, (128, 2048)).astype(np.float32)
+    sim = simulate(load_kernel(HEAD + RUNNING_SUM.format(acc=acc), display="k.py").kernel, x, keep_trace=False)
+    ref = np.cumsum(x.astype(np.float64), axis=1)
+    k = _reduction_length(sim.report, [ref.shape])
+    assert k == 2048
+    trial = Trial("seed", sim.outputs[0], ref, ref.astype(np.float32), np.abs(ref))
+    assert assess(trial, "float32", k).verdict == verdict
+    if acc == "float32":
+        assert assess(trial, "float32", 1).verdict != "within"  # the bound without the chain
 
 
 # --- the model's parts on synthetic data --------------------------------------------------------

@@ -1,0 +1,104 @@
+"""Accumulation chains: how many element-wise additions in sequence fed a tile's values.
+
+The error model's bound grows with the reduction length K (sqrt(K) u for fp32 accumulation). Matmul
+contractions, free-axis reductions and scans give K from a single instruction; a running sum built
+from element-wise adds (`carry = carry + x[:, j]` over a `sequential_range` or Python `range` loop,
+or `acc[...] = nisa.tensor_tensor(acc, x, np.add)`) spreads its K over many instructions. This
+tracker follows the data flow through the regions each instruction reads and writes (allocation id
+and block, the trace's region keys):
+
+- an addition (add/subtract element-wise ops, iadd, tensor_scalar/scalar_tensor_tensor with an add,
+  DMA read-modify-write adds) writes one more than the deepest region it reads;
+- a copy (loads, stores, tensor_copy, casts, transposes, binding a fresh result to a destination)
+  passes the deepest source's depth on;
+- anything else (products, activations, reductions, memsets, matmuls) starts a new quantity: depth 0
+  (a matmul's own K is counted from its FLOPs, a reduction's from its shapes).
+
+A write that covers only part of a region keeps the deeper of the old and the new depth, so one
+region's depth can only overcount (a looser bound), never hide a chain. `longest` is the deepest
+chain seen anywhere in the run: the error model takes it as one more reduction length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import dtypes
+
+_ADD_FNS = (np.add, np.subtract)
+ADD_OPS = frozenset({"add", "subtract", "iadd", "inplace_add", "inplace_subtract", "nisa.dma_compute",
+                     "atomic_rmw"})
+COPY_OPS = frozenset({"load", "store", "copy", "nisa.tensor_copy", "tensor_copy", "nisa.tensor_copy_dynamic_src",
+                      "nisa.tensor_copy_dynamic_dst", "astype", "broadcast_to", "transpose", "nisa.nc_transpose",
+                      "nisa.dma_transpose", "load_transpose2d", "nisa.dma_copy", "psum_accumulate", "assign"})
+
+
+def is_addition(op: str, p: dict) -> bool:
+    """An instruction whose result is a sum of its inputs (one more rounding in an accumulation)."""
+    if op in ADD_OPS:
+        return True
+    if op == "nisa.dma_copy":
+        return p.get("rmw") is not None
+    return p.get("fn") in _ADD_FNS or p.get("f0") in _ADD_FNS or p.get("f1") in _ADD_FNS
+
+
+class Chains:
+    """Depth per region (allocation id -> block -> depth), only for regions with depth > 0."""
+
+    __slots__ = ("depth", "longest")
+
+    def __init__(self) -> None:
+        self.depth: dict[int, dict[tuple, int]] = {}
+        self.longest = 0
+
+    def _of(self, tiles) -> int:
+        deepest = 0
+        for t in tiles:
+            blocks = self.depth.get(t.alloc.uid)
+            if blocks:
+                for b, d in blocks.items():
+                    if d > deepest and _overlap(b, t.block):
+                        deepest = d
+        return deepest
+
+    def write(self, out, sources, added: bool, copied: bool) -> None:
+        """`out` (a tile view) was written from `sources` by an addition, a copy or another op."""
+        if out is None:
+            return
+        if added and not dtypes.is_int(out.dtype):
+            d = self._of(sources) + 1
+            if d > self.longest:
+                self.longest = d
+        elif copied:
+            d = self._of(sources)
+        else:
+            d = 0
+        blocks = self.depth.get(out.alloc.uid)
+        if not d:
+            if blocks and _covers(out):  # wholly overwritten by a new quantity
+                blocks.pop(out.block, None)
+            return
+        if blocks is None:
+            blocks = self.depth[out.alloc.uid] = {}
+        if d > blocks.get(out.block, 0) or _covers(out):
+            blocks[out.block] = d
+
+    def free(self, uid: int) -> None:
+        self.depth.pop(uid, None)
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def _covers(t) -> bool:
+    """The view holds every element of its region (the allocation, or its block)."""
+    if t.adv is not None:
+        return False
+    shape = t.alloc.shape
+    region = 1
+    for n in shape[len(t.block):]:
+        region *= n
+    return t.size == region
+
