@@ -15,6 +15,7 @@ from evidence.static.facts import FACT_KINDS, fact_items, finding_items, rule_ki
 from evidence.static.framework import load_rules
 from evidence.static.model import InputBinding
 from evidence.static.practices import PRACTICE_KINDS, practice_items
+from evidence.static.task_shapes import any_size_dims
 from evidence.submission import Submission
 
 STATIC_VERSION = "1"
@@ -32,10 +33,12 @@ def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | No
 def task_options(submission: Submission) -> dict[str, object]:
     """The task facts rules may use: fp32_required (the stated rtol is tighter than bf16 allows),
     task_rtol (None when the task states no tolerance), the SPMD grid and the Neuron SDK release
-    the task targets (neuron_sdk, None when unstated)."""
+    the task targets (neuron_sdk, None when unstated), and the (input, axis) pairs its description
+    lets take any size (any_size_dims, evidence.static.task_shapes)."""
     m = submission.manifest
     return {"fp32_required": m.task.rtol is not None and m.task.rtol < FP32_RTOL,
-            "task_rtol": m.task.rtol, "grid": tuple(m.kernel.grid), "neuron_sdk": m.task.neuron_sdk}
+            "task_rtol": m.task.rtol, "grid": tuple(m.kernel.grid), "neuron_sdk": m.task.neuron_sdk,
+            "any_size_dims": any_size_dims(m.task.description, [(i.name, tuple(i.shape)) for i in m.inputs if i.is_tensor])}
 
 
 def kernel_analysis(submission: Submission) -> Analysis:
