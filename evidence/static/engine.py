@@ -20,6 +20,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
+from evidence.static.helper_args import call_arguments, top_level_params
+from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
 from evidence.static.scope import Scope, entry_scope
@@ -75,8 +77,14 @@ class Engine(cst.CSTVisitor):
         self, file: str, dialect: DialectInfo, rule_classes: Sequence[type[Rule]],
         inputs: Sequence[InputBinding], entry: str | None, options: dict[str, object] | None = None,
         positions: AstLines | None = None, scope: Scope | None = None,
+        param_hints: dict[str, dict[str, object]] | None = None,
     ) -> None:
         super().__init__()
+        # helper functions of this file: their parameters, what callers passed (helper_args), and
+        # the values a previous walk found every caller agreeing on
+        self.helpers: dict[str, tuple[str, ...]] = {}
+        self.helper_calls: dict[str, list[dict[str, object]]] = {}
+        self.param_hints = param_hints or {}
         self.positions = positions
         self.scope = scope or Scope()
         self.skipped: list[SkippedFunction] = []
@@ -317,8 +325,8 @@ class Engine(cst.CSTVisitor):
                 scope[name] = Binding(None if isinstance(default, Tensor) else default, names=frozenset({name}))
             elif fn.is_kernel:
                 scope[name] = Binding(Tensor(None, None, "hbm", "input", name, 0, name in fn.mutable_params))
-            else:
-                scope[name] = Binding(None, names=frozenset({name}))
+            else:  # a helper: what every caller passes, when a previous walk saw the calls
+                scope[name] = Binding(self.param_hints.get(fn.name, {}).get(name), names=frozenset({name}))
         if use_inputs:
             self._inputs_bound = True
 
@@ -427,6 +435,9 @@ class Engine(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if self._suppress:
             return
+        if isinstance(node.func, cst.Name) and node.func.value in self.helpers and self.function_stack:
+            self.helper_calls.setdefault(node.func.value, []).append(
+                call_arguments(node, self.helpers[node.func.value], self.value))
         name = self.ev.api_name(node.func)
         if name is None or not name.startswith(("nl.", "nisa.", "nki.", "ncc.")):
             return
@@ -520,14 +531,26 @@ def analyze(
     except SyntaxError:  # libcst accepts a syntax this Python's ast does not: use libcst's positions
         positions = None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    if positions is not None:
-        engine = Engine(file, dialect, active, list(inputs), entry, options, positions, scope)
-        engine.scan_wrappers(wrapper.module)
-        engine.walk(wrapper.module)
-    if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
-        engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None, scope)
-        engine.scan_wrappers(wrapper.module)
-        wrapper.visit(engine)
+    helpers = top_level_params(wrapper.module)
+    hinted: dict[str, dict[str, object]] = {}
+    for _ in range(3):  # a helper's own calls are known once its parameters are: nested helpers need more walks
+        if positions is not None:
+            engine = Engine(file, dialect, active, list(inputs), entry, options, positions, scope, hinted)
+            engine.helpers = helpers
+            engine.scan_wrappers(wrapper.module)
+            engine.walk(wrapper.module)
+        if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
+            positions = None
+            engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None, scope, hinted)
+            engine.helpers = helpers
+            engine.scan_wrappers(wrapper.module)
+            wrapper.visit(engine)
+        found = helper_hints(engine.helper_calls)
+        if found == hinted:
+            break
+        hinted = found
+        if positions is not None:
+            positions = AstLines(source)  # positions are consumed by a walk
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
     return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings,
