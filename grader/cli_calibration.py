@@ -62,7 +62,7 @@ def _setup(set_path: Path, rubric: str, executor: str, workers: int, address: st
     settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     ex = make_executor(executor, workers, address)
     store = None if no_store else JsonFileStore(settings.data_dir)
-    rub = load_rubric(rubric)
+    rub = load_rubric(rubric, settings.rubric_dirs())
     return settings, ex, store, rub, load_gold_set(set_path, rub, limits=Limits.from_settings(settings))
 
 
@@ -105,7 +105,7 @@ def calibrate(
             from grader.consistency.goldset import load_gold_set  # validate first, to size the bar
             from grader.rubric import load_rubric
 
-            rub = load_rubric(rubric)
+            rub = load_rubric(rubric, settings.rubric_dirs())
             from grader.submission import Limits
 
             gold = load_gold_set(set_path, rub, limits=Limits.from_settings(settings))

@@ -109,7 +109,7 @@ def run_audit(
     store: Any = None,
 ) -> AuditReport:
     settings = settings or Settings()
-    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
+    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric, settings.rubric_dirs())
     check_gates(rub, None)
     unknown = sorted(set(perturbations) - set(PERTURBATIONS))
     if unknown:

@@ -117,7 +117,7 @@ def run_calibration(
 ) -> CalibrationReport:
     """Grade the set, compare with gold (and reviewers), judge the gates; save to `store` when given."""
     settings = settings or Settings()
-    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric)
+    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric, settings.rubric_dirs())
     check_gates(rub, gate_overrides)
     gold = set_path if isinstance(set_path, GoldSet) else load_gold_set(set_path, rub, limits=Limits.from_settings(settings))
     review_scores = reviews if isinstance(reviews, list) or reviews is None else load_reviews(reviews, gold, rub)

@@ -43,8 +43,9 @@ def checked_rubric(requested: str | None, settings: Settings) -> str:
     from grader.rubric import available_rubrics
 
     rubric = requested or settings.rubric
-    if rubric not in available_rubrics():  # requests name shipped rubrics only, never paths
-        raise Invalid(f"unknown rubric {rubric!r}; available: {sorted(available_rubrics())}", field="rubric")
+    known = available_rubrics(settings.rubric_dirs())  # the server's search path (GRADER_RUBRIC_PATH, shipped)
+    if rubric not in known:  # requests name rubrics on the server's path only, never paths
+        raise Invalid(f"unknown rubric {rubric!r}; available: {sorted(known)}", field="rubric")
     return rubric
 
 

@@ -133,3 +133,32 @@ def test_cli_bad_input_is_one_line_and_exit_2(mini_copy, tmp_path):
     gold.unlink()
     code, lines = _invoke(mini_copy)
     assert code == 2 and lines == [f"error: {mini_copy}/softmax-ragged: item has no gold.toml"]
+
+
+def test_calibration_and_audits_find_rubrics_on_the_settings_search_path(tmp_path, monkeypatch):
+    # `grader evaluate` looks rubrics up on Settings.rubric_dirs() (GRADER_RUBRIC_PATH, then the shipped
+    # ones); calibration runs, audits and the service's run requests must find the same ones
+    from grader.consistency.audit import run_audit
+    from grader.errors import GraderError
+    from grader.errors import RubricError
+    from grader.rubric import available_rubrics
+    from grader.service.errors import Invalid
+    from grader.service.run_jobs import checked_rubric
+
+    monkeypatch.delenv("GRADER_RUBRIC_PATH", raising=False)
+    user = tmp_path / "rubrics"
+    user.mkdir()
+    shipped = available_rubrics(Settings().rubric_dirs())["nki-kernel-review"].read_text()
+    (user / "team-review.toml").write_text(shipped.replace('id = "nki-kernel-review"', 'id = "team-review"', 1))
+    empty = tmp_path / "empty-set"
+    empty.mkdir()
+    mine, default = Settings(drafter="rules", rubric_path=str(user)), Settings(drafter="rules")
+
+    assert checked_rubric("team-review", mine) == "team-review"
+    with pytest.raises(Invalid, match="unknown rubric 'team-review'"):
+        checked_rubric("team-review", default)
+    for run_set in (run_calibration, run_audit):
+        with pytest.raises(GraderError, match="no items"):  # the rubric resolved; the (empty) set is what fails
+            run_set(empty, rubric="team-review", settings=mine)
+        with pytest.raises(RubricError, match="unknown rubric 'team-review'"):
+            run_set(empty, rubric="team-review", settings=default)
