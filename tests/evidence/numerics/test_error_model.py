@@ -22,31 +22,23 @@ def ref(lhsT, rhs):
     return lhsT.T @ rhs
 """
 
+# one correct kernel (fp32 PSUM accumulation), run on bf16 and on fp8 inputs
+PSUM_MATMUL = """
+@nki.jit
+def kernel(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        acc += nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]), transpose_x=True)
+    nl.store(out, value=nl.copy(acc, dtype=nl.bfloat16))
+    return out
+"""
+
 KERNELS = {
-    "bf16_matmul": ("""
-@nki.jit
-def kernel(lhsT, rhs):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
-    for k in nl.affine_range(K // 128):
-        acc += nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]), transpose_x=True)
-    nl.store(out, value=nl.copy(acc, dtype=nl.bfloat16))
-    return out
-""", MATMUL_REF, [("lhsT", [1024, 128], "bfloat16"), ("rhs", [1024, 512], "bfloat16")], "trn2"),
-    "fp8_matmul": ("""
-@nki.jit
-def kernel(lhsT, rhs):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
-    for k in nl.affine_range(K // 128):
-        acc += nl.matmul(nl.load(lhsT[k * 128:(k + 1) * 128, :]), nl.load(rhs[k * 128:(k + 1) * 128, :]), transpose_x=True)
-    nl.store(out, value=nl.copy(acc, dtype=nl.bfloat16))
-    return out
-""", MATMUL_REF, [("lhsT", [512, 128], "float8_e4m3"), ("rhs", [512, 512], "float8_e4m3")], "trn2"),
+    "bf16_matmul": (PSUM_MATMUL, MATMUL_REF, [("lhsT", [1024, 128], "bfloat16"), ("rhs", [1024, 512], "bfloat16")], "trn2"),
+    "fp8_matmul": (PSUM_MATMUL, MATMUL_REF, [("lhsT", [512, 128], "float8_e4m3"), ("rhs", [512, 512], "float8_e4m3")], "trn2"),
     "bf16_accumulation": ("""
 @nki.jit
 def kernel(lhsT, rhs):
