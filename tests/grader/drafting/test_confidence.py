@@ -62,3 +62,5 @@ def test_the_shipped_table_belongs_to_the_rubric_it_sits_beside():
     assert set(table["criteria"]) <= {c.id for c in load_rubric().criteria}
     assert set(table["states"]) <= set(conf.STATES)
     assert table["ece_leave_one_out"] <= 0.05
+    assert table["rubric_hash"] == load_rubric().content_hash, (
+        "the rubric changed since its confidence table was fitted: run `.venv/bin/python evals/fit_confidence.py`")
