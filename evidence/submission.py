@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from evidence.model import content_hash
 from evidence.paths import RelPath
 
-Target = Literal["trn1", "trn2"]
+Target = Literal["trn1", "trn2", "trn3"]  # trn3: simulated with v4 limits; the cost model needs a profile
 
 # dtypes a manifest may declare for kernel inputs (names as NKI and ml_dtypes spell them).
 INPUT_DTYPES = (

@@ -16,7 +16,9 @@ from evidence.nki.errors import SimulationError
 from evidence.nki.pipeline import Pipeline
 from evidence.nki.trace import Recorder
 
-SBUF_USABLE_BYTES = {"trn1": 180224, "inf2": 180224, "trn2": 212984}
+# REFERENCE §1/§2: tile_size.total_available_sbuf_size per partition; trn3 (NeuronCore-v4) is "reference only"
+SBUF_USABLE_BYTES = {"trn1": 180224, "inf2": 180224, "trn2": 212984, "trn3": 245752}
+NC_VERSION = {"trn1": 2, "inf2": 2, "trn2": 3, "trn3": 4}
 PSUM_BANKS = 8
 PSUM_BANK_BYTES = 2048
 
@@ -79,7 +81,7 @@ class State:
         # whether this instruction itself read undefined elements (see tensor.Tensor.read).
         self.read_origin: tuple[str | None, int] | None = None
         self.read_direct = False
-        self.nc_version = 2 if target in ("trn1", "inf2") else 3
+        self.nc_version = NC_VERSION[target]
 
     # --- where in the kernel -------------------------------------------------------------
     def where(self) -> tuple[str | None, int]:

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from evidence.collector import Collector
 from evidence.memo import memoized
-from evidence.model import EvidenceItem, Location
+from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.child_runs import ChildRuns
 from evidence.perf.analysis import PerfResult
 from evidence.perf.claim_checks import CLAIM_CHECK_KINDS, ClaimContext, claim_items
@@ -67,6 +67,11 @@ class PerfCollector(Collector):
     def run(self, submission: Submission, hints=()) -> tuple[PerfResult | None, int]:
         """Trace-only run of the submission's kernel with the cost model in the sandboxed child:
         (the result, or None when the kernel did not run or the model failed; the kernel's def line)."""
+        perf, line = self._run(submission, hints)
+        return (PerfResult.model_validate(perf) if perf and "estimate" in perf else None), line
+
+    def _run(self, submission: Submission, hints=()) -> tuple[dict | None, int]:
+        """The child's perf summary (or its `error`), None when the kernel did not run; the kernel's def line."""
         runs = ChildRuns(submission, timeout_s=self.timeout_s, reference_timeout_s=self.reference_timeout_s,
                          memory_limit_bytes=self.memory_limit_bytes, sandbox=self.sandbox)
         if runs.refused:
@@ -75,10 +80,9 @@ class PerfCollector(Collector):
                    "spec_override": self._override()}
         kernel, _ = runs.jobs(trace_only=True, perf=request)
         outcome = runs.run(kernel, "perf")
-        perf = outcome.result.perf or {}
-        if outcome.result.status != "ok" or "estimate" not in perf:
+        if outcome.result.status != "ok":
             return None, outcome.result.entry_line
-        return PerfResult.model_validate(perf), outcome.result.entry_line
+        return outcome.result.perf or {}, outcome.result.entry_line
 
     def collect(self, submission: Submission) -> list[EvidenceItem]:
         key = (self.name, self.version, submission.content_hash, repr(self._override()), tuple(sorted(
@@ -87,10 +91,17 @@ class PerfCollector(Collector):
 
     def _collect(self, submission: Submission) -> list[EvidenceItem]:
         m = submission.manifest
-        perf, line = self.run(submission, static_hints(submission))
-        if perf is None:
+        raw, line = self._run(submission, static_hints(submission))
+        if raw is None:
             return []  # the simulator collector reports why the kernel did not run
         kernel_loc = Location(file=m.kernel.file, start_line=line, end_line=line) if line >= 1 else None
+        if "estimate" not in raw:  # the kernel ran; the cost model could not price it: say why
+            return [EvidenceItem(
+                id=make_id("perf.unavailable", m.kernel.file), kind="perf.unavailable", analyzer=self.analyzer,
+                severity=Severity.low, location=kernel_loc, title="No cost-model estimate",
+                detail=str(raw.get("error") or "the cost model returned no estimate"),
+                labels={"target": m.task.target})]
+        perf = PerfResult.model_validate(raw)
         items = perf_items(perf, self.analyzer, submission.files, kernel_loc)
         if m.claims is not None and m.claims.file in submission.files:
             try:

@@ -18,6 +18,8 @@ PERF_KINDS = {
                        "carries most of it",
     "perf.whatif": "the estimate re-run with one finding's fix applied to the trace (a hoisted load, bf16 operands, "
                    "batched DMAs, ...): the estimated time before and after",
+    "perf.unavailable": "the kernel ran but the cost model could not price it (e.g. no hardware table for the "
+                        "target): why, and how to supply one",
 }
 _ENGINE_NAMES = {"tensor": "TensorE", "vector": "VectorE", "scalar": "ScalarE", "gpsimd": "GpSimdE", "dma": "DMA"}
 

@@ -9,11 +9,12 @@ tutorial).
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from evidence.nki.errors import EvidenceError
 from evidence.validation import one_line
@@ -60,6 +61,20 @@ class Params(BaseModel):
     peak_fp32_tflops: Param
     peak_fp8_tflops: Param
 
+    @model_validator(mode="after")
+    def _physical(self) -> "Params":
+        """Clocks, bandwidths and counts divide: zero or negative would price a kernel at infinity or less
+        than nothing. Only the overheads may be zero."""
+        for name in type(self).model_fields:
+            value = getattr(self, name).value
+            if not math.isfinite(value) or value < 0 or (value == 0 and name not in _MAY_BE_ZERO):
+                bound = ">= 0" if name in _MAY_BE_ZERO else "> 0"
+                raise ValueError(f"params.{name} = {value}: must be a finite number {bound}")
+        return self
+
+
+_MAY_BE_ZERO = {"dependent_overhead_cycles", "dma_buffer_overhead_bytes", "dma_fixed_latency_ns"}
+
 
 class HardwareSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -101,37 +116,71 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SpecError("spec_invalid", f"{path}: invalid TOML: {exc}") from exc
 
 
+def _with_sources(params: dict, origin: str) -> dict:
+    """`name = 3.0` or `name = {value, source}`: every value gets a source (the file it came from)."""
+    out = {}
+    for name, val in params.items():
+        if isinstance(val, dict):
+            out[name] = {"value": val.get("value"), "source": val.get("source") or f"profile {origin}"}
+        else:
+            out[name] = {"value": val, "source": f"profile {origin}"}
+    return out
+
+
 def _merge(base: dict, override: dict, origin: str) -> dict:
     params = dict(base["params"])
-    for name, val in (override.get("params") or {}).items():
+    for name, val in _with_sources(override.get("params") or {}, origin).items():
         if name not in params:
             raise SpecError("spec_invalid", f"{origin}: params.{name}: unknown parameter (known: {', '.join(sorted(params))})")
-        if isinstance(val, dict):
-            params[name] = {"value": val.get("value"), "source": val.get("source") or f"override {origin}"}
-        else:
-            params[name] = {"value": val, "source": f"override {origin}"}
-    unknown = set(override) - {"params", "version", "target"}
-    if unknown:
-        raise SpecError("spec_invalid", f"{origin}: unknown key(s) {sorted(unknown)}; expected [params] and version")
+        params[name] = val
     version = str(override.get("version") or f"{base['version']}+override")
     return {"target": base["target"], "version": version, "params": params}
 
 
+def _is_profile(override: dict) -> bool:
+    """A complete hardware table (every parameter given) rather than a few values on top of a shipped one."""
+    return set(override.get("params") or {}) >= set(Params.model_fields)
+
+
+def shipped_targets() -> list[str]:
+    return sorted(p.stem for p in SPEC_DIR.glob("*.toml"))
+
+
 def load_spec(target: str = "trn2", override: str | Path | dict | None = None) -> HardwareSpec:
-    """The hardware table of `target` (trn1, trn2; inf2 = trn1), with `override` applied on top."""
+    """The hardware table of `target` (trn1, trn2; inf2 = trn1), with `override` applied on top.
+
+    `override` is a TOML file (or its parsed dict) of the same shape: a few `[params]` on top of the
+    shipped table, or a complete profile (every parameter) that stands alone, which is how a target
+    without a shipped table (e.g. trn3) or a measured machine is modelled. A file that names a
+    `target` must name the one being estimated: a trn3 profile never silently prices a trn2 kernel."""
     name = TARGET_ALIASES.get(target, target)
-    path = SPEC_DIR / f"{name}.toml"
-    if not path.is_file():
-        known = sorted(p.stem for p in SPEC_DIR.glob("*.toml"))
-        raise SpecError("spec_unknown_target", f"no hardware table for target {target!r}; known: {', '.join(known)}")
-    data = _read_toml(path)
-    origin = str(path.name)
+    origin = "override"
+    if override is not None and not isinstance(override, dict):
+        origin = str(override)
+        override = _read_toml(Path(override))
     if override is not None:
-        if isinstance(override, dict):
-            data, origin = _merge(data, override, "override"), "override"
+        named = override.get("target")
+        if named is not None and TARGET_ALIASES.get(str(named), str(named)) != name:
+            raise SpecError("spec_target_mismatch", f"{origin}: a hardware table for target {named!r}, but the kernel "
+                            f"targets {target!r}")
+        unknown = set(override) - {"params", "version", "target"}
+        if unknown:
+            raise SpecError("spec_invalid", f"{origin}: unknown key(s) {sorted(unknown)}; expected target, version "
+                            "and [params]")
+    path = SPEC_DIR / f"{name}.toml"
+    if override is not None and _is_profile(override):
+        data = {"target": name, "version": str(override.get("version") or f"profile {Path(origin).name}"),
+                "params": _with_sources(override["params"], origin)}
+    elif not path.is_file():
+        missing = f"; {origin} gives only some parameters" if override is not None else ""
+        raise SpecError("spec_unknown_target", f"no hardware table for target {target!r} (shipped: "
+                        f"{', '.join(shipped_targets())}){missing}: give a complete table with GRADER_PERF_SPEC")
+    else:
+        data = _read_toml(path)
+        if override is not None:
+            data = _merge(data, override, origin)
         else:
-            opath = Path(override)
-            data, origin = _merge(data, _read_toml(opath), str(opath)), str(opath)
+            origin = path.name
     try:
         return HardwareSpec.model_validate(data)
     except ValidationError as exc:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evidence.nki.report import Report
 from evidence.paths import RelPath
 from evidence.sandbox.config import Limits
-from evidence.submission import InputSpec
+from evidence.submission import InputSpec, Target
 
 Role = Literal["kernel", "reference"]
 ARRAY_NAME = r"^(out|ref|wr|f64ref|devref|absref)[0-9]{1,3}$"
@@ -31,7 +31,7 @@ class ChildJob(BaseModel):
     inputs: tuple[InputSpec, ...]
     seed: int = 0
     grid: tuple[int, ...] = ()
-    target: Literal["trn1", "trn2"] = "trn2"
+    target: Target = "trn2"
     timeout_s: float = Field(gt=0)
     limits: Limits
     import_policy: bool = True  # block system access at run time (otherwise record it only)

@@ -33,11 +33,12 @@ def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | No
 def task_options(submission: Submission) -> dict[str, object]:
     """The task facts rules may use: fp32_required (the stated rtol is tighter than bf16 allows),
     task_rtol (None when the task states no tolerance), the SPMD grid and the Neuron SDK release
-    the task targets (neuron_sdk, None when unstated), and the (input, axis) pairs its description
+    the task targets (neuron_sdk, None when unstated), the hardware target (target), and the (input, axis) pairs its description
     lets take any size (any_size_dims, evidence.static.task_shapes)."""
     m = submission.manifest
     return {"fp32_required": m.task.rtol is not None and m.task.rtol < FP32_RTOL,
             "task_rtol": m.task.rtol, "grid": tuple(m.kernel.grid), "neuron_sdk": m.task.neuron_sdk,
+            "target": m.task.target,
             "any_size_dims": any_size_dims(m.task.description, [(i.name, tuple(i.shape)) for i in m.inputs if i.is_tensor])}
 
 

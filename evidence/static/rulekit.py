@@ -9,6 +9,18 @@ P_MAX = 128
 PSUM_BANK_BYTES = 2048
 MOVING_FMAX = 512
 STATIONARY_FMAX = 128
+_V4_TARGETS = frozenset({"trn3"})  # NeuronCore-v4 (REFERENCE §2): wider matmuls, PSUM tiles over several banks
+
+
+def moving_fmax(options: dict | None) -> int:
+    """The moving operand's free-size limit on the task's target: 512 on v2/v3, 4096 (fp32 dst) on v4."""
+    return 4096 if (options or {}).get("target") in _V4_TARGETS else MOVING_FMAX
+
+
+def psum_tile_bytes(options: dict | None) -> int:
+    """The largest PSUM tile per partition: one 2 KiB bank on v2/v3; all 8 banks (a 4096-wide fp32 matmul
+    output) on v4."""
+    return 8 * PSUM_BANK_BYTES if (options or {}).get("target") in _V4_TARGETS else PSUM_BANK_BYTES
 ELEMENTWISE = frozenset({
     "nl.exp", "nl.log", "nl.tanh", "nl.sigmoid", "nl.relu", "nl.gelu", "nl.silu", "nl.add", "nl.subtract",
     "nl.multiply", "nl.divide", "nl.maximum", "nl.minimum", "nl.sqrt", "nl.rsqrt", "nl.square",

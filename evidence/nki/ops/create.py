@@ -66,11 +66,13 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
             )
         if buf == "psum":
             per_tile = dtypes.itemsize(dt) * int(np.prod(shape[pdim + 1:]))
-            if per_tile > PSUM_FMAX_BYTES:
+            # v4 matmuls write up to 4096 fp32 columns: a tile may span the partition's 8 banks
+            limit, held = (8 * PSUM_FMAX_BYTES, "8 banks") if st.nc_version >= 4 else (PSUM_FMAX_BYTES, "one bank, 512 fp32")
+            if per_tile > limit:
                 raise st.error(
                     "err_size_of_dimension_exceed_arch_limit",
                     f"PSUM tile {list(shape)} {dtypes.name(dt)} needs {per_tile} bytes per partition, which "
-                    f"exceeds architecture limitation of {PSUM_FMAX_BYTES} bytes (one bank, 512 fp32)",
+                    f"exceeds architecture limitation of {limit} bytes ({held})",
                 )
         data = None
         if init is not None and not st.trace_only:

@@ -11,7 +11,12 @@ from evidence.nki.ops.base import (
 )
 
 STATIONARY_FMAX = 128
-MOVING_FMAX = 512
+MOVING_FMAX = 512  # one fp32 PSUM bank (v2/v3)
+MOVING_FMAX_V4 = 4096  # REFERENCE §2: NeuronCore-v4 streams up to 4096 moving columns into an fp32 dst
+
+
+def moving_fmax(st) -> int:
+    return MOVING_FMAX_V4 if st.nc_version >= 4 else MOVING_FMAX
 _FP32ISH = ("float32", "tfloat32")
 
 
@@ -74,7 +79,7 @@ def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_m
         c.p["transpose_x"] = True
         return c
     _limit(st, s, 1, STATIONARY_FMAX, "nc_matmul", "stationary", free_size(s.shape))
-    _limit(st, m, 1, MOVING_FMAX, "nc_matmul", "moving", free_size(m.shape))
+    _limit(st, m, 1, moving_fmax(st), "nc_matmul", "moving", free_size(m.shape))
     c = _plan(st, "nisa.nc_matmul", s, m, s.shape[0], free_size(s.shape), tuple(m.shape[1:]), m.shape[0])
     c.mask = op_mask(st, mask)
     c.p["transpose_x"] = True
@@ -88,7 +93,7 @@ def check_matmul(st, x, y, *, transpose_x=False, mask=None, **_):
     y = tile(st, y, "matmul", "y", ("sbuf",))
     # TensorE flattens the free axes of both operands: x [P, a, b] is [P, a*b]
     _limit(st, x, 1, STATIONARY_FMAX, "matmul", "x", free_size(x.shape))
-    _limit(st, y, 1, MOVING_FMAX, "matmul", "y", free_size(y.shape))
+    _limit(st, y, 1, moving_fmax(st), "matmul", "y", free_size(y.shape))
     k, mm = (x.shape[0], free_size(x.shape)) if transpose_x else (free_size(x.shape), x.shape[0])
     c = _plan(st, "matmul", x, y, k, mm, tuple(y.shape[1:]), y.shape[0])
     c.mask = op_mask(st, mask)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from evidence.model import Severity
-from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
-from evidence.static.rulekit import PSUM_BANK_BYTES, shape_text
+from evidence.static.rulekit import PSUM_BANK_BYTES, psum_tile_bytes, shape_text
 from evidence.static.shapes import ALLOC_CALLS
 
 
@@ -13,7 +13,8 @@ class PsumOverBank(Rule):
     """Flags PSUM allocations whose free size per partition exceeds one 2 KiB bank.
 
     PSUM has 8 banks of 2 KiB per partition (512 fp32); a PSUM tile, and every matmul output,
-    must fit in one bank (TC#2). Larger tiles are rejected, or under direct allocation collide
+    must fit in one bank (TC#2) on trn1/trn2; NeuronCore-v4 (a trn3 task) takes matmul outputs up to
+    4096 fp32, so there the limit is the 8 banks of a partition. Larger tiles are rejected, or under direct allocation collide
     with other accumulation groups.
 
     Fix: split the free axis into chunks of nl.tile_size.psum_fmax (512 fp32) and accumulate
@@ -28,6 +29,7 @@ class PsumOverBank(Rule):
         "acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)\n",
         "acc = nl.zeros((128, 1024), nl.bfloat16, buffer=nl.psum)\n",
         "acc = nl.zeros((4, nl.par_dim(128), 512), nl.float32, buffer=nl.psum)\n",
+        Valid("acc = nl.zeros((128, 4096), nl.float32, buffer=nl.psum)\n", options={"target": "trn3"}),
     ]
     INVALID = [
         Invalid("acc = nl.zeros((128, 1024), nl.float32, buffer=nl.psum)\n", line=1),
@@ -48,7 +50,9 @@ class PsumOverBank(Rule):
         free = t.itemsize
         for d in rest:
             free *= d  # type: ignore[operator]
-        if free > PSUM_BANK_BYTES:
-            self.report(call.node, f"PSUM tile {shape_text(t)} {t.dtype} needs {free} B per partition; one bank holds 2048 B",
+        limit = psum_tile_bytes(self.ctx.options)
+        if free > limit:
+            held = "one bank holds 2048 B" if limit == PSUM_BANK_BYTES else f"a partition's 8 banks hold {limit} B"
+            self.report(call.node, f"PSUM tile {shape_text(t)} {t.dtype} needs {free} B per partition; {held}",
                         metrics={"free_bytes_per_partition": free, "bank_bytes": PSUM_BANK_BYTES})
 

@@ -461,3 +461,26 @@ def test_range_select_needs_trn2_and_collectives_need_one_rank():
     assert "all_reduce" in info.value.message and "2 SPMD instances" in info.value.message
     sim, _ = run_source(body, "kernel", B)  # one instance: the reduction over one rank is the identity
     assert not [f for f in sim.report.findings if f.severity in ("high", "critical")]
+
+
+def test_trn3_takes_wide_matmuls_and_its_own_sbuf_size():
+    """NeuronCore-v4 (REFERENCE §2): moving operands up to 4096 fp32 columns, PSUM tiles over several banks,
+    245752 usable SBUF bytes per partition; the same kernel is an error on trn2."""
+    body = """
+        def kernel(a, b):
+            out = nl.ndarray((128, 2048), dtype=nl.float32, buffer=nl.shared_hbm)
+            x = nl.load(a)
+            y = nl.load(b)
+            acc = nl.zeros((128, 2048), dtype=nl.float32, buffer=nl.psum)
+            acc += nisa.nc_matmul(x, y)  # <-
+            nl.store(out, value=nl.copy(acc))
+            assert nl.tile_size.total_available_sbuf_size == SBUF
+            return out
+    """
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((128, 128), np.float32), rng.standard_normal((128, 2048), np.float32)
+    sim, _ = run_source(body.replace("SBUF", "245752"), "kernel", a, b, target="trn3")
+    np.testing.assert_allclose(sim.returned, a.T @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(SimulationError) as info:
+        run_source(body.replace("SBUF", "212984"), "kernel", a, b, target="trn2")
+    assert info.value.code == "err_size_of_dimension_exceed_arch_limit"

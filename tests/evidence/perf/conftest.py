@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from evidence.nki import load_kernel, simulate
+from evidence.perf.spec import load_spec
 
 HEADER = """\
 import neuronxcc.nki as nki
@@ -26,3 +28,13 @@ def line_of(body: str, marker: str) -> int:
         if marker in line:
             return n
     raise AssertionError(f"no line with {marker!r}")
+
+
+def write_profile(directory: Path, target: str, **changes) -> Path:
+    """A complete hardware table, as a user's profile file: every parameter of trn2's, with `changes`."""
+    params = {name: param.value for name, param in load_spec("trn2").params}
+    params.update(changes)
+    f = directory / f"{target}-profile.toml"
+    f.write_text(f'target = "{target}"\nversion = "lab-2026-11"\n[params]\n'
+                 + "".join(f"{k} = {v}\n" for k, v in params.items()))
+    return f

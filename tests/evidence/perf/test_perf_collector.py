@@ -11,6 +11,7 @@ from evidence.perf.claim_checks import claim_shapes
 from evidence.perf.claims import parse_claims
 from evidence.perf.collector import PerfCollector
 from evidence.submission import Manifest, Submission
+from tests.evidence.perf.conftest import write_profile
 
 COPY = """
 import neuronxcc.nki as nki
@@ -162,6 +163,20 @@ def test_no_items_when_the_kernel_does_not_run():
     bad = submission()
     bad = bad.model_copy(update={"files": {"kernel.py": "import neuronxcc.nki as nki\n@nki.jit\ndef copy(x):\n    raise ValueError('no')\n"}})
     assert PerfCollector().collect(bad) == []
+
+
+def test_a_trn3_task_without_a_profile_says_why_it_has_no_estimate():
+    items = PerfCollector().collect(submission(target="trn3", shape=(256, 512)))
+    assert [i.kind for i in items] == ["perf.unavailable"]
+    assert "no hardware table for target 'trn3'" in items[0].detail and "GRADER_PERF_SPEC" in items[0].detail
+    assert items[0].location is not None and items[0].location.file == "kernel.py"
+
+
+def test_a_trn3_task_is_priced_on_the_profile_it_is_given(tmp_path):
+    profile = write_profile(tmp_path, "trn3", dma_engine_gbps=33.0, hbm_gbps=587.0)
+    items = PerfCollector(spec_override=str(profile)).collect(submission(target="trn3", shape=(256, 512)))
+    est = next(i for i in items if i.kind == "perf.estimate")
+    assert (est.labels["target"], est.labels["spec_version"]) == ("trn3", "lab-2026-11")
 
 
 def test_perf_items_drive_the_performance_rules(copy_items):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evidence.perf.spec import SpecError, load_spec
+from tests.evidence.perf.conftest import write_profile
 
 
 @pytest.mark.parametrize("target", ["trn1", "trn2"])
@@ -51,3 +52,40 @@ def test_bad_override_is_a_one_line_error_naming_the_file(tmp_path, text, messag
 def test_unknown_target():
     with pytest.raises(SpecError, match="no hardware table for target 'trn9'"):
         load_spec("trn9")
+
+
+def test_a_complete_profile_models_a_target_without_a_shipped_table(tmp_path):
+    f = write_profile(tmp_path, "trn3", dma_engine_gbps=33.0, hbm_gbps=587.0, sbuf_bytes_per_partition=245752)
+    spec = load_spec("trn3", f)
+    assert (spec.target, spec.version) == ("trn3", "lab-2026-11")
+    assert spec["dma_engine_gbps"] == 33.0 and spec.dma_gbps == 16 * 33.0
+    assert str(f) in spec.params.hbm_gbps.source
+
+
+def test_a_profile_never_prices_another_target(tmp_path):
+    with pytest.raises(SpecError, match="a hardware table for target 'trn3', but the kernel targets 'trn2'"):
+        load_spec("trn2", write_profile(tmp_path, "trn3"))
+
+
+def test_a_target_without_a_table_needs_every_parameter(tmp_path):
+    f = tmp_path / "partial.toml"
+    f.write_text('target = "trn3"\n[params]\ndma_engine_gbps = 33.0\n')
+    with pytest.raises(SpecError) as exc:
+        load_spec("trn3", f)
+    assert "no hardware table for target 'trn3'" in str(exc.value) and "partial.toml gives only some" in str(exc.value)
+    assert "GRADER_PERF_SPEC" in str(exc.value)
+
+
+@pytest.mark.parametrize("name, value", [("pe_clock_ghz", 0), ("dma_engines", -16), ("hbm_gbps", "inf")])
+def test_unphysical_values_are_a_one_line_error(tmp_path, name, value):
+    f = tmp_path / "bad.toml"
+    f.write_text(f"[params]\n{name} = {value}\n")
+    with pytest.raises(SpecError) as exc:
+        load_spec("trn2", f)
+    assert f"params.{name}" in str(exc.value) and "bad.toml" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_overheads_may_be_zero(tmp_path):
+    f = tmp_path / "ideal.toml"
+    f.write_text("[params]\ndma_fixed_latency_ns = 0\ndependent_overhead_cycles = 0\n")
+    assert load_spec("trn2", f)["dma_fixed_latency_ns"] == 0
