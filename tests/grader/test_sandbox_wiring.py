@@ -37,6 +37,19 @@ def test_doctor_says_what_is_wrong_and_how_to_fix_it(monkeypatch):
     assert result.exit_code == 0 and "sandbox: available: namespaces ok" in result.output
 
 
+def test_doctor_checks_the_cost_model_profile(monkeypatch, tmp_path):
+    bad = tmp_path / "lab.toml"
+    bad.write_text("[params]\npe_clock_ghz = 0\n")
+    monkeypatch.setenv("GRADER_PERF_SPEC", str(bad))
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 1 and "cost-model profile: INVALID" in result.output and "pe_clock_ghz" in result.output
+    bad.write_text("[params]\npe_clock_ghz = 2.0\n")
+    result = runner.invoke(app, ["doctor"])
+    from evidence.perf.spec import load_spec
+
+    assert result.exit_code == 0 and f"trn2 table {load_spec('trn2').version}+override" in result.output
+
+
 def test_the_opt_out_is_logged_loudly_and_recorded_in_every_draft(monkeypatch, caplog):
     monkeypatch.setattr(sandbox, "_announced", False)
     settings = Settings(sandbox="off", sim_timeout_s=30)
