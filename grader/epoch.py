@@ -75,6 +75,9 @@ def grader_epoch(rubric: Rubric | str | None = None, templates: Templates | None
     parts = {"grader": package_version(), "rubric": f"{rub.id}@{rub.version}", "rubric_hash": rub.content_hash,
              "prompts": f"sha256:{prompts}",
              "simulator": f"{SimulationCollector.name}@{SimulationCollector.version} {source_hash('evidence.nki')}",
-             "static_rules": f"nki-static@{STATIC_VERSION} {source_hash('evidence.static')}"}
+             "static_rules": f"nki-static@{STATIC_VERSION} {source_hash('evidence.static')}",
+             # the cost model and the error model decide the performance and numerics evidence drafts cite
+             "cost_model": f"perf {source_hash('evidence.perf')}",
+             "numerics": f"numerics {source_hash('evidence.numerics')}"}
     parts.update({f"collector:{c.name}": c.version for c in load_collectors()})
     return GraderEpoch(parts=parts)

@@ -88,12 +88,14 @@ def test_version_prints_package_version_and_epoch_parts():
     assert parts["rubric"].startswith("nki-kernel-review@") and "sha256:" in parts["simulator"]
 
 
-def test_epoch_tracks_simulator_and_rule_sources(monkeypatch):
+def test_epoch_tracks_simulator_rule_cost_and_error_model_sources(monkeypatch):
     base = grader_epoch()
     assert base.parts["grader"] and base.parts["static_rules"].startswith("nki-static@")
     monkeypatch.setattr(epoch_module, "source_hash", lambda package: f"sha256:changed-{package}")
     changed = grader_epoch()
     assert changed.parts["simulator"] != base.parts["simulator"] and changed.hash != base.hash
+    for part in ("static_rules", "cost_model", "numerics"):
+        assert changed.parts[part] != base.parts[part], part
     run = base.extend(drafter="llm@1.0.0", model="openai/x")
     assert run.parts["model"] == "openai/x" and run.hash != base.hash
     assert GraderEpoch(parts=dict(run.parts)).hash == run.hash  # the hash is a function of the parts only
