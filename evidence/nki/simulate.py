@@ -19,6 +19,7 @@ from evidence.nki.errors import EvidenceError, KernelError, SimulationError
 from evidence.nki.host_access import InputDigests, check_outputs
 from evidence.nki.dialect import BETA, STANDALONE
 from evidence.nki.loader import LOADED_FILES, shim_imports
+from evidence.nki.malloc import reuse_freed_memory
 from evidence.nki.ops import OPS
 from evidence.nki.pipeline import default_workers, single_threaded_blas
 from evidence.nki.report import Report, build_report
@@ -139,8 +140,9 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     ret = None
     try:
         # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
+        # freed tile buffers stay in the process for the next instruction (evidence.nki.malloc)
         with shim_imports(st.dialect, func.__globals__.get("__nki_modules__")), np.errstate(all="ignore"), \
-                single_threaded_blas():
+                single_threaded_blas(), reuse_freed_memory():
             try:
                 for pid in (np.ndindex(*grid) if grid else [()]):
                     st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0

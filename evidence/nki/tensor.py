@@ -15,8 +15,6 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 
 from evidence.nki import dtypes
@@ -27,20 +25,6 @@ from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
 ONCHIP = ("sbuf", "psum")
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
-
-
-_LAZY_BYTES = 4 << 20
-
-
-def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """Zeros whose pages the OS maps on first touch, at 4 KiB granularity: an anonymous mmap for large
-    arrays (numpy's own large allocations ask for 2 MiB huge pages, which would make a sparsely written
-    block-dimension tensor resident almost whole)."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes < _LAZY_BYTES:
-        return np.zeros(shape, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
 def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
@@ -76,13 +60,13 @@ class Alloc:
             if st.trace_only:
                 data = _dummy(shape, dt)
             elif tracked:
-                # Zero pages the OS maps lazily: a large block-dimension tensor costs memory only for the
-                # blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`, via wmask).
-                data = lazy_zeros(shape, dtypes.storage(dt))
+                # Zero pages the OS maps lazily (evidence.nki.page_pool): a large block-dimension tensor costs
+                # memory only for the blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`).
+                data = st.pages.zeros(shape, dtypes.storage(dt))
             else:
                 data = dtypes.fill_uninitialised(shape, dt)
         self.data = data
-        self.wmask = lazy_zeros(shape, bool) if tracked else None
+        self.wmask = st.pages.zeros(shape, bool) if tracked else None
         self.unwritten = data.size if tracked else 0  # elements wmask still holds False for (None: recount)
         self.held = 0
         if buffer in ONCHIP:
