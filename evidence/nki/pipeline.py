@@ -52,11 +52,11 @@ def single_threaded_blas():
     return _blas.limit(limits=1, user_api="blas")
 
 
-def _run(fns: list, deps: list[Future], done: Future) -> None:
+def _run(steps: list, done: Future) -> None:
     try:
-        for d in deps:
-            d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
-        for fn in fns:
+        for deps, fn in steps:
+            for d in deps:
+                d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
             fn()
     except BaseException as exc:  # noqa: BLE001 - delivered to whoever waits for the job
         done.set_exception(exc)
@@ -66,13 +66,14 @@ def _run(fns: list, deps: list[Future], done: Future) -> None:
 
 class _Held:
     """A job not yet submitted: steps that run in order on one worker (e.g. a matmul's products and
-    the PSUM accumulation that consumes them: one thread hand-off instead of two)."""
+    the PSUM accumulation that consumes them: one thread hand-off instead of two). Each step waits only
+    for its own dependencies, just before it runs: the products of one accumulation group run on
+    several workers at once, and only the additions into the accumulator wait for each other."""
 
-    __slots__ = ("fns", "deps", "done")
+    __slots__ = ("steps", "done")
 
     def __init__(self) -> None:
-        self.fns: list = []
-        self.deps: list[Future] = []
+        self.steps: list = []  # (jobs this step waits for, fn)
         self.done: Future = Future()
 
 
@@ -108,13 +109,13 @@ class Pipeline:
         if job is None:
             job = self.held = _Held()
         me = job.done
-        deps = job.deps
+        deps = []
         for a in (*reads, *writes):
             if a.writer is not None and a.writer is not me:
                 deps.append(a.writer)
         for a in writes:
             deps.extend(r for r in a.readers if r is not me)
-        job.fns.append(fn)
+        job.steps.append((deps, fn))
         for a in writes:
             a.writer, a.readers = me, []
         for a in reads:
@@ -132,10 +133,10 @@ class Pipeline:
         if job is None:
             return
         try:
-            self.pool.submit(_run, job.fns, job.deps, job.done)
+            self.pool.submit(_run, job.steps, job.done)
         except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
             self._stop_workers()  # waits for the jobs already submitted
-            _run(job.fns, job.deps, job.done)
+            _run(job.steps, job.done)
         self.jobs.append(job.done)
         if len(self.jobs) > 256:  # bound the memory pending results hold
             self.jobs[0].result()

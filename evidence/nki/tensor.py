@@ -213,6 +213,40 @@ class Tensor(HostAccessGuard):
             undefined.inherit(parent.alloc)
         return data.reshape(self.shape)
 
+    def read_pending(self) -> np.ndarray | None:
+        """`read()` for a consumer that runs as a pipeline job behind the pending jobs writing this view:
+        the bookkeeping (undefined-data origin) now, in program order, and the array whose values those
+        jobs produce. None when reading needs the values now (a gather, undefined elements to fill)."""
+        if self.adv is not None:
+            return None
+        if self.wmask is not None and self.alloc.wmask is not None:
+            if not self.wmask.all():
+                return None
+        elif self.stamp is not None and self.alloc.param < 0 and not (self.stamp >= 0).all():
+            return None
+        if self.alloc.origin is not None:
+            undefined.inherit(self.alloc)
+        return self.data
+
+    def write_pending(self, value: np.ndarray, src: Alloc) -> bool:
+        """`write(value)` as a pipeline job behind the pending jobs of `src` (which produce `value`) and of
+        this allocation: bookkeeping now, the copy on a worker. False (nothing done) when the write needs
+        the values now: undefined data to trace, HBM write stamps, an index gather."""
+        st = self.alloc.state
+        if self.adv is not None or self.stamp is not None or st.read_origin is not None or st.trace_only:
+            return False
+        if self.alloc.origin is not None and self.size == self.alloc.data.size:
+            self.alloc.origin = None  # wholly overwritten by defined values
+        dst, dt = self.data, self.dtype
+        convert = dt is dtypes.tfloat32 or value.dtype.kind != dst.dtype.kind
+
+        def job() -> None:
+            dst[...] = dtypes.cast(value, dt) if convert else value
+
+        st.pipeline.run(job, reads=(src,), writes=(self.alloc,))
+        self.mark_written(None)
+        return True
+
     def locate(self, mask=None):
         """An advanced access as (parent, index arrays, mask or None, grid shape), all in grid space.
 
