@@ -122,7 +122,8 @@ class Pipeline:
             readers = a.readers
             if readers and readers[-1] is me:
                 continue
-            if len(readers) > 16:
+            n = len(readers)
+            if n >= 16 and not n & (n - 1):  # at powers of two: Future.done takes a lock the workers contend for
                 readers[:] = [r for r in readers if not r.done()]
             readers.append(me)
         if not hold:
