@@ -39,39 +39,42 @@ _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 
 
 def _fresh(nbytes: int) -> tuple[mmap.mmap, np.ndarray]:
-    mm = mmap.mmap(-1, nbytes)
+    # private: MADV_DONTNEED gives zero pages back (a shared anonymous mapping would keep its contents)
+    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20))
     return mm, np.frombuffer(mm, dtype=np.uint8)
 
 
-def _clear(raw: np.ndarray) -> bool:
-    """Make a mapping read as zeros again, False on failure. Resident pages holding data are zeroed in place
-    (the next use likely writes the same blocks); resident pages that hold only zeros were not written in
-    the last use (or only zeroed by the clear before it) and are dropped with the non-resident ones, so a
-    kernel writing other blocks each time keeps at most two uses' worth of pages resident."""
+def _clear(raw: np.ndarray, keep_dirty: bool) -> int:
+    """Make a mapping read as zeros again; how many resident pages the last use left untouched, or -1 on
+    failure. Resident pages holding data are zeroed in place (the next use likely writes the same blocks)
+    unless `keep_dirty` is False; resident pages that hold only zeros were not written in the last use (only
+    zeroed by the clear before it) and are dropped with the non-resident ones."""
     addr, n = raw.ctypes.data, raw.size
     pages = n // _PAGE  # mmap lengths of LAZY_BYTES and more: the last partial page is never kept
     vec = np.empty(-(-n // _PAGE), np.uint8)
     if _mincore(addr, n, vec.ctypes.data) != 0:
-        return False
+        return -1
     keep = (vec[:pages] & 1).astype(bool)
     idx = np.flatnonzero(keep)
+    untouched = 0
     if idx.size:
         full = raw[:pages * _PAGE].reshape(pages, _PAGE)
         dirty = np.zeros(pages, bool)
         for lo in range(0, idx.size, 4096):  # bounded temporaries
             part = idx[lo:lo + 4096]
             dirty[part] = full[part].any(axis=1)
-        keep = dirty
+        untouched = int(idx.size - np.count_nonzero(dirty))
+        keep = dirty if keep_dirty else np.zeros(pages, bool)
     edges = np.flatnonzero(np.diff(keep.astype(np.int8), prepend=0, append=0))  # run boundaries, alternating
     lo = 0
     for s, e in zip(edges[0::2].tolist(), edges[1::2].tolist()):
         raw[s * _PAGE:e * _PAGE] = 0
         if s > lo and _madvise(addr + lo * _PAGE, (s - lo) * _PAGE, _MADV_DONTNEED) != 0:
-            return False  # pages not resident (e.g. swapped out) must not keep old contents
+            return -1  # pages not resident (e.g. swapped out) must not keep old contents
         lo = e
     if lo * _PAGE < n and _madvise(addr + lo * _PAGE, n - lo * _PAGE, _MADV_DONTNEED) != 0:
-        return False
-    return True
+        return -1
+    return untouched
 
 
 class PagePool:
@@ -79,6 +82,9 @@ class PagePool:
 
     def __init__(self) -> None:
         self.maps: list[tuple[mmap.mmap, np.ndarray]] = []  # (mapping, its uint8 array: the root of every view)
+        # mappings whose uses write different pages each time (an SPMD instance's slice of a block-dimension
+        # tensor): pages kept for them would only add to the resident set, so they are dropped whole
+        self.moving: set[int] = set()
 
     def zeros(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
@@ -99,10 +105,13 @@ class PagePool:
         for i, (mm, raw) in enumerate(self.maps):
             # unused: referenced only by this list, the loop's name and getrefcount's argument
             if len(mm) == nbytes and sys.getrefcount(raw) <= 3:
-                if _clear(raw):
-                    return raw
-                del self.maps[i]  # could not clear it: leave it to the garbage collector
-                return None
+                untouched = _clear(raw, id(mm) not in self.moving)
+                if untouched < 0:
+                    del self.maps[i]  # could not clear it: leave it to the garbage collector
+                    return None
+                if untouched:
+                    self.moving.add(id(mm))
+                return raw
         return None
 
     def _forget_one(self) -> None:
