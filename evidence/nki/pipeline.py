@@ -167,6 +167,31 @@ class Pipeline:
             while jobs and jobs[0].finished:
                 jobs.popleft().result()
 
+    def parallel(self, fns: list) -> list:
+        """Run independent callables (touching no tensor) on the workers and this thread; their results."""
+        results = [None] * len(fns)
+
+        def step(i: int, fn) -> None:
+            results[i] = fn()
+
+        if self.held is not None:
+            self._submit()
+        while self.queue is not None and len(self.threads) < min(self.workers, len(fns) - 1):
+            if not self._start_worker():
+                self._stop_workers()
+        if self.queue is None or len(fns) < 2:
+            return [fn() for fn in fns]
+        jobs = []
+        for i in range(1, len(fns)):
+            job = Job()
+            job.steps.append(((), lambda i=i: step(i, fns[i])))
+            self.queue.put(job)
+            jobs.append(job)
+        step(0, fns[0])
+        for job in jobs:
+            job.result()
+        return results
+
     def _start_worker(self) -> bool:
         t = threading.Thread(target=_work, args=(self.queue, self.worker_ids), daemon=True,
                              name=f"nki-sim-tensore_{len(self.threads)}")

@@ -134,7 +134,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     wrapped = [_wrap(st, a, i, i < len(names) and names[i] in mutable) for i, a in enumerate(args)]
     wkw = {n: _wrap(st, a, len(args) + j, n in mutable) for j, (n, a) in enumerate(kwargs.items())}
     params = wrapped + list(wkw.values())
-    digests = InputDigests(params, _is_tensor)
+    digests = InputDigests(params, _is_tensor, st.pipeline.parallel)
     site = (files[fname], func.__code__.co_firstlineno)
     prev = _state.set_current(st)
     ret = None
@@ -149,6 +149,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                     st.reset_path()
                     ret = func(*wrapped, **wkw)
                     st.sample_peaks()
+                digests.take_after(params, st.params_written, st.pipeline.parallel)  # on the workers too
             finally:
                 st.pipeline.close()  # joins the worker threads: none outlives the call
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
