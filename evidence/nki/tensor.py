@@ -93,7 +93,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block")
+                 "reduce_op", "block", "cut")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -113,6 +113,7 @@ class Tensor(HostAccessGuard):
         # Integer indices on the block dimensions before the partition dimension (`buf[k]`): the part
         # of the allocation this view covers, for dependencies in the trace; () is the whole allocation.
         self.block = ()
+        self.cut = None  # (recipe, array, starts) of a view the compiler-style fast path cut: equal cuts, equal views
 
     @classmethod
     def whole(cls, alloc: Alloc) -> Tensor:
@@ -630,6 +631,7 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
     v = Tensor(t.alloc, a(t.data, rc, starts), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts),
                None if t.stamp is None else a(t.stamp, rc, starts), None if t.lmask is None else a(t.lmask, rc, starts))
     v.block = t.block + _block_ints(key, dims, t.pdim)
+    v.cut = (rc, t.data, tuple(starts))
     return v
 
 

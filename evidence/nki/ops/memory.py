@@ -247,6 +247,9 @@ def exec_broadcast_to(st, c: Call) -> None:
 def _same_view(a: Tensor, b: Tensor) -> bool:
     if a.shape != b.shape:
         return False
+    ca, cb = a.cut, b.cut
+    if ca is not None and cb is not None and ca[0] is cb[0] and ca[1] is cb[1] and ca[2] == cb[2]:
+        return True  # the same subscript structure and starts, cut from the same array
     if a.adv is None and b.adv is None:
         return a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0]
     if a.adv is None or b.adv is None or a.adv[0] is not b.adv[0] or len(a.adv[1]) != len(b.adv[1]):
