@@ -231,10 +231,10 @@ class Tensor(HostAccessGuard):
 
     def write_pending(self, value: np.ndarray, src: Alloc) -> bool:
         """`write(value)` as a pipeline job behind the pending jobs of `src` (which produce `value`) and of
-        this allocation: bookkeeping now, the copy on a worker. False (nothing done) when the write needs
-        the values now: undefined data to trace, HBM write stamps, an index gather."""
+        this allocation: bookkeeping now (written masks, HBM write stamps), the copy on a worker. False
+        (nothing done) when the write needs the values now: undefined data to trace, an index gather."""
         st = self.alloc.state
-        if self.adv is not None or self.stamp is not None or st.read_origin is not None or st.trace_only:
+        if self.adv is not None or st.read_origin is not None or st.trace_only:
             return False
         if self.alloc.origin is not None and self.size == self.alloc.data.size:
             self.alloc.origin = None  # wholly overwritten by defined values
@@ -246,6 +246,8 @@ class Tensor(HostAccessGuard):
 
         st.pipeline.run(job, reads=(src,), writes=(self.alloc,))
         self.mark_written(None)
+        if self.stamp is not None:
+            _stamp(st, self.alloc, self.stamp, ..., None, False)
         return True
 
     def locate(self, mask=None):

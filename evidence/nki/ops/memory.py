@@ -112,6 +112,12 @@ def check_store(st, dst, value=None, *, mask=None, **kw):
 def exec_store(st, c: Call) -> None:
     v, dst = c.p["v"], c.out
     mask = c.mask
+    if isinstance(v, Tensor) and v.alloc.writer is not None and mask is None and v.valid is None:
+        arr = v.read_pending()  # values a pending job produces (a copy out of PSUM): the store joins the jobs
+        if arr is not None and dst.write_pending(fit(st, arr, v.shape, dst.shape, "store"), v.alloc):
+            return
+    if st.pipeline.busy:
+        settle_for(st, c)
     if isinstance(v, Tensor):
         # read only the elements the store writes (a masked result's masked-out part is never stored)
         rm = v.valid
@@ -517,7 +523,7 @@ def exec_stream_shuffle(st, c: Call) -> None:
 OPS = table(
     Op("nisa.nc_stream_shuffle", check_stream_shuffle, exec_stream_shuffle, cost_stream),
     Op("load", check_load, exec_load, cost_dma),
-    Op("store", check_store, exec_store, cost_dma),
+    Op("store", check_store, exec_store, cost_dma, concurrent=True),
     Op("load_transpose2d", check_load_transpose2d, exec_load_transpose2d, cost_dma),
     Op("copy", check_copy, exec_copy, cost_stream, concurrent=True),
     Op("nisa.tensor_copy", check_tensor_copy, exec_copy, cost_stream, concurrent=True),

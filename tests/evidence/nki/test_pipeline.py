@@ -290,3 +290,29 @@ def test_lazily_mapped_tensors_are_reused_across_spmd_instances_and_read_as_neve
     # instance 1 reads block 0, which instance 0 wrote into the same memory: still never written for instance 1
     assert np.isnan(sim.outputs[0]).all()
     assert "uninitialized_read" in {f.code for f in sim.report.findings}
+
+
+def test_stores_of_copied_psum_tiles_as_jobs_give_the_serial_results_trace_and_report(monkeypatch):
+    """Benchmark (a)'s kernel: `res = nl.copy(acc)` then `nl.store(out[...], value=res)`, both behind the
+    accumulation's jobs; HBM write stamps and findings stay in program order."""
+    import ml_dtypes
+
+    import benchmarks.bench_sim_matmul as bench
+    from evidence.nki import load_kernel
+
+    rng = np.random.default_rng(5)
+    lhsT = rng.standard_normal((512, 256), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    rhs = rng.standard_normal((512, 1024), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    kernel = load_kernel(bench.KERNEL).matmul_kernel
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers] = simulate(kernel, lhsT, rhs)
+    serial, threaded = runs["0"], runs["2"]
+    assert np.array_equal(serial.outputs[0], threaded.outputs[0])
+    assert serial.report.model_dump() == threaded.report.model_dump()
+    assert serial.trace == threaded.trace
+    assert [None if w is None else w.tolist() for w in serial.written] == [
+        None if w is None else w.tolist() for w in threaded.written]
+    np.testing.assert_allclose(threaded.outputs[0], lhsT.astype(np.float32).T @ rhs.astype(np.float32), rtol=1e-4,
+                               atol=1e-3)
