@@ -21,7 +21,7 @@ from evidence.nki.dialect import BETA, STANDALONE
 from evidence.nki.loader import LOADED_FILES, shim_imports
 from evidence.nki.malloc import reuse_freed_memory
 from evidence.nki.ops import OPS
-from evidence.nki.pipeline import default_workers, single_threaded_blas
+from evidence.nki.pipeline import default_workers, prompt_gil_handoff, single_threaded_blas
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
 from evidence.nki.tensor import Alloc, Tensor
@@ -142,7 +142,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
         # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
         # freed tile buffers stay in the process for the next instruction (evidence.nki.malloc)
         with shim_imports(st.dialect, func.__globals__.get("__nki_modules__")), np.errstate(all="ignore"), \
-                single_threaded_blas(), reuse_freed_memory():
+                single_threaded_blas(), reuse_freed_memory(), prompt_gil_handoff(st.pipeline.workers):
             try:
                 for pid in (np.ndindex(*grid) if grid else [()]):
                     st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
