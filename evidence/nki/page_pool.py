@@ -47,8 +47,8 @@ def _fresh(nbytes: int) -> tuple[mmap.mmap, np.ndarray]:
 def _clear(raw: np.ndarray, keep_dirty: bool) -> int:
     """Make a mapping read as zeros again; how many resident pages the last use left untouched, or -1 on
     failure. Resident pages holding data are zeroed in place (the next use likely writes the same blocks)
-    unless `keep_dirty` is False; resident pages that hold only zeros were not written in the last use (only
-    zeroed by the clear before it) and are dropped with the non-resident ones."""
+    when they are at least half of the mapping and `keep_dirty` is True; resident pages that hold only
+    zeros were not written in the last use (only zeroed by the clear before it); everything else is dropped."""
     addr, n = raw.ctypes.data, raw.size
     pages = n // _PAGE  # mmap lengths of LAZY_BYTES and more: the last partial page is never kept
     vec = np.empty(-(-n // _PAGE), np.uint8)
@@ -63,8 +63,10 @@ def _clear(raw: np.ndarray, keep_dirty: bool) -> int:
         for lo in range(0, idx.size, 4096):  # bounded temporaries
             part = idx[lo:lo + 4096]
             dirty[part] = full[part].any(axis=1)
-        untouched = int(idx.size - np.count_nonzero(dirty))
-        keep = dirty if keep_dirty else np.zeros(pages, bool)
+        n_dirty = int(np.count_nonzero(dirty))
+        untouched = idx.size - n_dirty
+        # a sparsely written mapping (some blocks of a block-dimension tensor) likely gets other blocks next
+        keep = dirty if keep_dirty and 2 * n_dirty >= pages else np.zeros(pages, bool)
     edges = np.flatnonzero(np.diff(keep.astype(np.int8), prepend=0, append=0))  # run boundaries, alternating
     lo = 0
     for s, e in zip(edges[0::2].tolist(), edges[1::2].tolist()):
@@ -113,6 +115,11 @@ class PagePool:
                     self.moving.add(id(mm))
                 return raw
         return None
+
+    def release(self) -> None:
+        """Forget every mapping (the run is over): each is unmapped once no array uses it any more."""
+        self.maps = []
+        self.moving = set()
 
     def _forget_one(self) -> None:
         for i, (_, raw) in enumerate(self.maps):

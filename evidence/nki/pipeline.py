@@ -194,7 +194,7 @@ class Pipeline:
             self.queue.put(job)
         jobs = self.jobs
         jobs.append(job)
-        if len(jobs) > 256:  # bound the memory pending results hold; failures surface in program order
+        if len(jobs) > 64:  # bound the memory pending results hold; failures surface in program order
             jobs.popleft().result()
             while jobs and jobs[0].finished:
                 jobs.popleft().result()

@@ -152,6 +152,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                 digests.take_after(params, st.params_written, st.pipeline.parallel)  # on the workers too
             finally:
                 st.pipeline.close()  # joins the worker threads: none outlives the call
+                st.pages.release()  # the run's lazily mapped memory goes with its last tensor, not with the state
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
         check_outputs(st, returned, params, _is_tensor, site)
         digests.check(st, params, st.params_written, site)
