@@ -5,9 +5,9 @@ PSUM tile is 256 KiB). glibc serves every block of 128 KiB or more with its own 
 on free (and trims the heap tops of the worker threads' arenas as soon as 128 KiB is free), so each
 such tile costs fresh pages: a page fault per 4 KiB (about 5 us each on this VM), and BLAS writing
 its output into zero-filled pages. While a simulation runs, blocks up to 1 GiB come from the heaps
-and stay there when freed; when the last simulation of the process ends, the defaults return and
-the free memory goes back to the OS (`malloc_trim`). Where glibc is absent (another libc, another
-OS), nothing changes.
+and stay there when freed; when the last simulation of the process ends, the thresholds become those
+glibc's own adjustment reaches in a numpy process (32 MiB, trim at 64 MiB) and the free memory goes
+back to the OS (`malloc_trim`). Where glibc is absent (another libc, another OS), nothing changes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from contextlib import contextmanager
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
 _DURING = ((M_MMAP_THRESHOLD, 1 << 30), (M_TRIM_THRESHOLD, 4 << 30), (M_TOP_PAD, 256 << 20))
-_DEFAULTS = ((M_MMAP_THRESHOLD, 128 << 10), (M_TRIM_THRESHOLD, 128 << 10), (M_TOP_PAD, 128 << 10))
+# After: where glibc's dynamic threshold settles in a numpy process once a large block was freed (its
+# maximum on 64-bit, trim at twice that). Setting a threshold turns the dynamic adjustment off for good,
+# and glibc's start values (128 KiB) would leave every later 128 KiB+ array of the process a fresh mmap.
+_AFTER = ((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 64 << 20), (M_TOP_PAD, 128 << 10))
 
 _lock = threading.Lock()
 _active = 0
@@ -60,5 +63,5 @@ def reuse_freed_memory():
         with _lock:
             _active -= 1
             if _active == 0:
-                _set(lib, _DEFAULTS)
+                _set(lib, _AFTER)
                 lib.malloc_trim(ctypes.c_size_t(0))

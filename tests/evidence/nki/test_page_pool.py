@@ -36,3 +36,13 @@ def test_small_arrays_are_plain_zeros():
     pool = PagePool()
     small = pool.zeros((LAZY_BYTES // 8,), np.float32)
     assert not small.any() and not pool.maps
+
+
+def test_malloc_settings_hold_for_nested_runs_and_end_with_the_last():
+    from evidence.nki import malloc
+
+    with malloc.reuse_freed_memory():
+        with malloc.reuse_freed_memory():
+            assert malloc._active == 2
+        assert malloc._active == 1  # the outer run keeps its settings
+    assert malloc._active == 0
