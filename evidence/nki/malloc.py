@@ -13,7 +13,6 @@ back to the OS (`malloc_trim`). Where glibc is absent (another libc, another OS)
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from contextlib import contextmanager
 
@@ -32,10 +31,10 @@ _libc = None
 def _glibc():
     global _libc
     if _libc is None:
-        try:
-            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        try:  # the process's own symbols (no ctypes.util.find_library: it runs ldconfig in a subprocess)
+            lib = ctypes.CDLL(None)
             _libc = lib if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim") else False
-        except OSError:
+        except (OSError, AttributeError):
             _libc = False
     return _libc
 
@@ -46,10 +45,13 @@ def _set(lib, settings) -> None:
 
 
 @contextmanager
-def reuse_freed_memory():
-    """While inside (re-entrant, thread-safe), freed blocks of up to 1 GiB stay in the process for reuse."""
+def reuse_freed_memory(enabled: bool = True):
+    """While inside (re-entrant, thread-safe), freed blocks of up to 1 GiB stay in the process for reuse.
+
+    `enabled` False: leave malloc alone (a run started by submitted code, e.g. a kernel module calling its
+    kernel at import time: the sandbox's monitor would report the ctypes calls as the submission's)."""
     global _active
-    lib = _glibc()
+    lib = _glibc() if enabled else False
     if not lib:
         yield
         return

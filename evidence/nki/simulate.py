@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,6 +103,16 @@ def _inner_site(exc: BaseException, files: dict[str, str]) -> str:
     return f" (raised in simulator code evidence/nki/{name.split(marker, 1)[1]}:{last.tb_lineno})"
 
 
+def _called_by(files: dict[str, str]) -> bool:
+    """Is code of a kernel file (submitted code) on the stack of this call?"""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename in files:
+            return True
+        f = f.f_back
+    return False
+
+
 def _as_numpy(x):
     if isinstance(x, Tensor):
         return x.alloc.data if x.adv is None and x.data is x.alloc.data else np.array(x.read())
@@ -142,7 +153,8 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
         # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
         # freed tile buffers stay in the process for the next instruction (evidence.nki.malloc)
         with shim_imports(st.dialect, func.__globals__.get("__nki_modules__")), np.errstate(all="ignore"), \
-                single_threaded_blas(), reuse_freed_memory(), prompt_gil_handoff(st.pipeline.workers):
+                single_threaded_blas(), reuse_freed_memory(not _called_by(files)), \
+                prompt_gil_handoff(st.pipeline.workers):
             try:
                 for pid in (np.ndindex(*grid) if grid else [()]):
                     st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0

@@ -485,6 +485,9 @@ def _settle(alloc: Alloc) -> None:
     if alloc.unwritten is None:  # after writes through index grids that may repeat elements
         alloc.unwritten = alloc.wmask.size - int(np.count_nonzero(alloc.wmask))
     if alloc.unwritten <= 0:
+        pages = alloc.state.pages
+        pages.mark_dense(alloc.data)  # a lazily mapped tensor written whole: zeroed in place for its next use
+        pages.mark_dense(alloc.wmask)
         alloc.wmask = None
 
 

@@ -273,8 +273,13 @@ def test_lazily_mapped_tensors_are_reused_across_spmd_instances_and_read_as_neve
     from evidence.nki import page_pool
 
     made = []
-    fresh = page_pool._fresh
-    monkeypatch.setattr(page_pool, "_fresh", lambda n: made.append(n) or fresh(n))
+
+    class Counted(page_pool._Mapping):
+        def __init__(self, nbytes: int) -> None:
+            made.append(nbytes)
+            super().__init__(nbytes)
+
+    monkeypatch.setattr(page_pool, "_Mapping", Counted)
     body = """
         def kernel(a):
             i = nl.program_id(0)
