@@ -85,14 +85,14 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
         st.read_direct = False
         if st.pipeline.busy and not op.concurrent and not c.p.get("same"):
-            _settle(st, c)  # ("same": `t[idx] += x` assigning t[idx] to itself touches no data)
+            settle_for(st, c)  # ("same": `t[idx] += x` assigning t[idx] to itself touches no data)
         op.execute(st, c)
         if c.into is not None and not c.p.get("delivered"):
             c.into.receive(c.out, c.p.get("accumulate", False))
     return c.result
 
 
-def _settle(st, c: Call) -> None:
+def settle_for(st, c: Call) -> None:
     """Wait for the pending TensorE jobs an instruction's tiles depend on (evidence.nki.pipeline):
     their writers for what it reads, writers and readers for what it writes or might write."""
     reads = {t.alloc for t in c.ins}

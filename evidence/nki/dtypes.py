@@ -116,8 +116,20 @@ def is_int(dt: object) -> bool:
     return dt is not tfloat32 and not isinstance(dt, Packed) and np.dtype(dt).kind in "iu"
 
 
+_ITEMSIZES: dict = {}
+
+
 def itemsize(dt: object) -> int:
-    return 4 if dt is tfloat32 or isinstance(dt, Packed) else np.dtype(dt).itemsize
+    try:
+        return _ITEMSIZES[dt]  # per operand of every instruction: np.dtype(...) costs microseconds
+    except (KeyError, TypeError):
+        n = 4 if dt is tfloat32 or isinstance(dt, Packed) else np.dtype(dt).itemsize
+        if len(_ITEMSIZES) < 256:
+            try:
+                _ITEMSIZES[dt] = n
+            except TypeError:  # unhashable
+                pass
+        return n
 
 
 def round_tf32(a: np.ndarray) -> np.ndarray:

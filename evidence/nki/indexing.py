@@ -124,7 +124,8 @@ class IndexExpr:
                 oshape = other.shape if isinstance(other, IndexExpr) else ()
                 form = self._combined(h, len(oshape), fn, reverse)
                 if form is not None:
-                    return IndexExpr(None, lifted, form, np.broadcast_shapes(self.shape, oshape))
+                    shape = self.shape if not oshape or oshape == self.shape else np.broadcast_shapes(self.shape, oshape)
+                    return IndexExpr(None, lifted, form, shape)
         # a tile holding a runtime offset (`i_f + idx[0, j]`) contributes its values
         o = other.a if isinstance(other, IndexExpr) else other.as_index() if hasattr(other, "as_index") else other
         r = np.asarray(fn(o, self.a) if reverse else fn(self.a, o))

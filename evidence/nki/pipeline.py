@@ -20,9 +20,12 @@ outlives the call (the sandbox's monitor counts threads a submission leaves runn
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import deque
+from contextlib import contextmanager
+from queue import SimpleQueue
 
 from threadpoolctl import ThreadpoolController
 
@@ -52,43 +55,95 @@ def single_threaded_blas():
     return _blas.limit(limits=1, user_api="blas")
 
 
-def _run(fns: list, deps: list[Future], done: Future) -> None:
+_SWITCH_S = 0.0005
+_switch_users = 0
+_switch_before = 0.005
+
+
+@contextmanager
+def prompt_gil_handoff(workers: int):
+    """While inside (with workers), a thread waiting for the GIL gets it after 0.5 ms instead of 5 ms.
+
+    The simulating thread runs Python without pause while jobs are pending, and a worker needs the GIL
+    back after every numpy call it makes (a product takes about 0.2 ms): with the default switch
+    interval it would wait up to 5 ms each time, idle. Process-wide, so re-entrant and restored."""
+    global _switch_users, _switch_before
+    if workers <= 0:
+        yield
+        return
+    with _lock:
+        if _switch_users == 0:
+            _switch_before = sys.getswitchinterval()
+            sys.setswitchinterval(min(_SWITCH_S, _switch_before))
+        _switch_users += 1
     try:
-        for d in deps:
-            d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
-        for fn in fns:
-            fn()
-    except BaseException as exc:  # noqa: BLE001 - delivered to whoever waits for the job
-        done.set_exception(exc)
-    else:
-        done.set_result(None)
+        yield
+    finally:
+        with _lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_before)
 
 
-class _Held:
-    """A job not yet submitted: steps that run in order on one worker (e.g. a matmul's products and
-    the PSUM accumulation that consumes them: one thread hand-off instead of two)."""
+class Job:
+    """One unit of worker work: steps that run in order on one thread (e.g. a matmul's products and the PSUM
+    accumulation that consumes them: one thread hand-off instead of two). Each step waits only for its own
+    dependencies, just before it runs: the products of one accumulation group run on several workers at
+    once, and only the additions into the accumulator wait for each other.
 
-    __slots__ = ("fns", "deps", "done")
+    Lighter than `concurrent.futures.Future` (a Condition and its notify per job, which the simulating thread
+    and the workers contend for): a lock held until the job has run."""
+
+    __slots__ = ("steps", "finished", "error", "_lock")
 
     def __init__(self) -> None:
-        self.fns: list = []
-        self.deps: list[Future] = []
-        self.done: Future = Future()
+        self.steps: list = []  # (jobs this step waits for, fn)
+        self.finished = False
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def done(self) -> bool:
+        return self.finished
+
+    def result(self) -> None:
+        """Wait until the job has run; raise its failure."""
+        if not self.finished:
+            self._lock.acquire()
+            self._lock.release()
+        if self.error is not None:
+            raise self.error
+
+    def run(self) -> None:
+        try:
+            for deps, fn in self.steps:
+                for d in deps:
+                    d.result()  # earlier jobs were queued first (FIFO), so they are running or done: no deadlock
+                fn()
+        except BaseException as exc:  # noqa: BLE001 - delivered to whoever waits for the job
+            self.error = exc
+        self.steps = []  # the arrays the steps hold go now, not when the job is forgotten
+        self.finished = True
+        self._lock.release()
+
+
+def _work(queue: SimpleQueue, started: list) -> None:
+    started.append(threading.get_native_id())  # list.append is atomic
+    while (job := queue.get()) is not None:
+        job.run()
 
 
 class Pipeline:
     """The jobs of one simulation and the hazards they hold on allocations (`Alloc.writer`/`readers`)."""
 
     def __init__(self, workers: int) -> None:
-        # threads start on the first job (ThreadPoolExecutor starts them lazily) and stop in close()
+        # threads start on the first job and stop in close()
+        self.workers = workers
+        self.threads: list[threading.Thread] = []
         self.worker_ids: list[int] = []  # native thread ids, to wait until the OS has removed them
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nki-sim-tensore",
-                                       initializer=self._started) if workers > 0 else None
-        self.jobs: list[Future] = []
-        self.held: _Held | None = None
-
-    def _started(self) -> None:
-        self.worker_ids.append(threading.get_native_id())  # list.append is atomic
+        self.queue: SimpleQueue | None = SimpleQueue() if workers > 0 else None
+        self.jobs: deque[Job] = deque()
+        self.held: Job | None = None
 
     @property
     def busy(self) -> bool:
@@ -100,29 +155,29 @@ class Pipeline:
 
         `hold`: more steps for the same job are likely to follow at once (the next `run` joins them);
         the job is submitted by the next `run` without `hold`, or before anything waits."""
-        if self.pool is None:
+        if self.queue is None:
             self.settle(reads, writes)
             fn()
             return
-        job = self.held
-        if job is None:
-            job = self.held = _Held()
-        me = job.done
-        deps = job.deps
+        me = self.held
+        if me is None:
+            me = self.held = Job()
+        deps = []
         for a in (*reads, *writes):
             if a.writer is not None and a.writer is not me:
                 deps.append(a.writer)
         for a in writes:
             deps.extend(r for r in a.readers if r is not me)
-        job.fns.append(fn)
+        me.steps.append((deps, fn))
         for a in writes:
             a.writer, a.readers = me, []
         for a in reads:
             readers = a.readers
             if readers and readers[-1] is me:
                 continue
-            if len(readers) > 16:
-                readers[:] = [r for r in readers if not r.done()]
+            n = len(readers)
+            if n >= 16 and not n & (n - 1):  # pruned at powers of two: amortised constant time
+                readers[:] = [r for r in readers if not r.finished]
             readers.append(me)
         if not hold:
             self._submit()
@@ -131,15 +186,53 @@ class Pipeline:
         job, self.held = self.held, None
         if job is None:
             return
+        if self.queue is not None and len(self.threads) < self.workers and not self._start_worker():
+            self._stop_workers()  # no thread can start (a process limit): everything inline from now on
+        if self.queue is None:
+            job.run()
+        else:
+            self.queue.put(job)
+        jobs = self.jobs
+        jobs.append(job)
+        if len(jobs) > 64:  # bound the memory pending results hold; failures surface in program order
+            jobs.popleft().result()
+            while jobs and jobs[0].finished:
+                jobs.popleft().result()
+
+    def parallel(self, fns: list) -> list:
+        """Run independent callables (touching no tensor) on the workers and this thread; their results."""
+        results = [None] * len(fns)
+
+        def step(i: int, fn) -> None:
+            results[i] = fn()
+
+        if self.held is not None:
+            self._submit()
+        while self.queue is not None and len(self.threads) < min(self.workers, len(fns) - 1):
+            if not self._start_worker():
+                self._stop_workers()
+        if self.queue is None or len(fns) < 2:
+            return [fn() for fn in fns]
+        jobs = []
+        for i in range(1, len(fns)):
+            job = Job()
+            job.steps.append(((), lambda i=i: step(i, fns[i])))
+            self.queue.put(job)
+            jobs.append(job)
+        step(0, fns[0])
+        for job in jobs:
+            job.result()
+        return results
+
+    def _start_worker(self) -> bool:
+        t = threading.Thread(target=_work, args=(self.queue, self.worker_ids), daemon=True,
+                             name=f"nki-sim-tensore_{len(self.threads)}")
         try:
-            self.pool.submit(_run, job.fns, job.deps, job.done)
-        except RuntimeError:  # no thread can start (a process limit): run everything inline from now on
-            self._stop_workers()  # waits for the jobs already submitted
-            _run(job.fns, job.deps, job.done)
-        self.jobs.append(job.done)
-        if len(self.jobs) > 256:  # bound the memory pending results hold
-            self.jobs[0].result()
-            self.jobs = [j for j in self.jobs if not j.done()]
+            t.start()
+        except RuntimeError:
+            return False
+        self.threads.append(t)
+        return True
 
     def settle(self, reads=(), writes=()) -> None:
         """Before the simulating thread uses allocations: wait for their writers (and, to write, readers)."""
@@ -166,13 +259,17 @@ class Pipeline:
             self._stop_workers()
 
     def _stop_workers(self) -> None:
-        """Join the workers and wait until the OS has removed them: `Thread.join` returns when the
-        Python thread state is gone, a moment before the thread leaves /proc/self/task, where the
-        sandbox's monitor counts threads (a race it lost on most runs)."""
-        if self.pool is None:
+        """Join the workers (after the jobs queued so far) and wait until the OS has removed them:
+        `Thread.join` returns when the Python thread state is gone, a moment before the thread leaves
+        /proc/self/task, where the sandbox's monitor counts threads (a race it lost on most runs)."""
+        if self.queue is None:
             return
-        self.pool.shutdown(wait=True)
-        self.pool = None
+        for _ in self.threads:
+            self.queue.put(None)
+        for t in self.threads:
+            t.join()
+        self.queue = None
+        self.threads = []
         deadline = time.monotonic() + 2.0
         for tid in self.worker_ids:
             while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
@@ -183,7 +280,7 @@ class Pipeline:
         """Wait for every job; the first failure (in program order) is raised."""
         if self.held is not None:
             self._submit()
-        jobs, self.jobs = self.jobs, []
+        jobs, self.jobs = self.jobs, deque()
         error = None
         for j in jobs:
             try:

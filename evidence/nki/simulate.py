@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,8 +20,9 @@ from evidence.nki.errors import EvidenceError, KernelError, SimulationError
 from evidence.nki.host_access import InputDigests, check_outputs
 from evidence.nki.dialect import BETA, STANDALONE
 from evidence.nki.loader import LOADED_FILES, shim_imports
+from evidence.nki.malloc import reuse_freed_memory
 from evidence.nki.ops import OPS
-from evidence.nki.pipeline import default_workers, single_threaded_blas
+from evidence.nki.pipeline import default_workers, prompt_gil_handoff, single_threaded_blas
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
 from evidence.nki.tensor import Alloc, Tensor
@@ -101,6 +103,16 @@ def _inner_site(exc: BaseException, files: dict[str, str]) -> str:
     return f" (raised in simulator code evidence/nki/{name.split(marker, 1)[1]}:{last.tb_lineno})"
 
 
+def _called_by(files: dict[str, str]) -> bool:
+    """Is code of a kernel file (submitted code) on the stack of this call?"""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename in files:
+            return True
+        f = f.f_back
+    return False
+
+
 def _as_numpy(x):
     if isinstance(x, Tensor):
         return x.alloc.data if x.adv is None and x.data is x.alloc.data else np.array(x.read())
@@ -133,22 +145,26 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     wrapped = [_wrap(st, a, i, i < len(names) and names[i] in mutable) for i, a in enumerate(args)]
     wkw = {n: _wrap(st, a, len(args) + j, n in mutable) for j, (n, a) in enumerate(kwargs.items())}
     params = wrapped + list(wkw.values())
-    digests = InputDigests(params, _is_tensor)
+    digests = InputDigests(params, _is_tensor, st.pipeline.parallel)
     site = (files[fname], func.__code__.co_firstlineno)
     prev = _state.set_current(st)
     ret = None
     try:
         # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
+        # freed tile buffers stay in the process for the next instruction (evidence.nki.malloc)
         with shim_imports(st.dialect, func.__globals__.get("__nki_modules__")), np.errstate(all="ignore"), \
-                single_threaded_blas():
+                single_threaded_blas(), reuse_freed_memory(not _called_by(files)), \
+                prompt_gil_handoff(st.pipeline.workers):
             try:
                 for pid in (np.ndindex(*grid) if grid else [()]):
                     st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
                     st.reset_path()
                     ret = func(*wrapped, **wkw)
                     st.sample_peaks()
+                digests.take_after(params, st.params_written, st.pipeline.parallel)  # on the workers too
             finally:
                 st.pipeline.close()  # joins the worker threads: none outlives the call
+                st.pages.release()  # the run's lazily mapped memory goes with its last tensor, not with the state
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
         check_outputs(st, returned, params, _is_tensor, site)
         digests.check(st, params, st.params_written, site)

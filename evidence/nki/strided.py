@@ -208,7 +208,9 @@ def cut(arr: np.ndarray, rc: Recipe, starts: tuple[int, ...]) -> np.ndarray:
             else:
                 stop = start + sl[0] * sl[1]
                 key.append(slice(start, stop if stop >= 0 else None, sl[0]))
-        v = arr[tuple(key)].reshape(rc.grid)
+        v = arr[tuple(key)]
+        if v.shape != rc.grid:
+            v = v.reshape(rc.grid)
     else:
         v = view(arr, tuple(zip(starts, rc.steps)), rc.grid)
     return np.squeeze(v, axis=rc.dropped) if rc.dropped else v

@@ -15,8 +15,6 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 
 from evidence.nki import dtypes
@@ -27,20 +25,6 @@ from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
 ONCHIP = ("sbuf", "psum")
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
-
-
-_LAZY_BYTES = 4 << 20
-
-
-def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """Zeros whose pages the OS maps on first touch, at 4 KiB granularity: an anonymous mmap for large
-    arrays (numpy's own large allocations ask for 2 MiB huge pages, which would make a sparsely written
-    block-dimension tensor resident almost whole)."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes < _LAZY_BYTES:
-        return np.zeros(shape, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
 def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
@@ -76,13 +60,13 @@ class Alloc:
             if st.trace_only:
                 data = _dummy(shape, dt)
             elif tracked:
-                # Zero pages the OS maps lazily: a large block-dimension tensor costs memory only for the
-                # blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`, via wmask).
-                data = lazy_zeros(shape, dtypes.storage(dt))
+                # Zero pages the OS maps lazily (evidence.nki.page_pool): a large block-dimension tensor costs
+                # memory only for the blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`).
+                data = st.pages.zeros(shape, dtypes.storage(dt))
             else:
                 data = dtypes.fill_uninitialised(shape, dt)
         self.data = data
-        self.wmask = lazy_zeros(shape, bool) if tracked else None
+        self.wmask = st.pages.zeros(shape, bool) if tracked else None
         self.unwritten = data.size if tracked else 0  # elements wmask still holds False for (None: recount)
         self.held = 0
         if buffer in ONCHIP:
@@ -109,7 +93,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block")
+                 "reduce_op", "block", "cut")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -129,6 +113,7 @@ class Tensor(HostAccessGuard):
         # Integer indices on the block dimensions before the partition dimension (`buf[k]`): the part
         # of the allocation this view covers, for dependencies in the trace; () is the whole allocation.
         self.block = ()
+        self.cut = None  # (recipe, array, starts) of a view the compiler-style fast path cut: equal cuts, equal views
 
     @classmethod
     def whole(cls, alloc: Alloc) -> Tensor:
@@ -228,6 +213,42 @@ class Tensor(HostAccessGuard):
         if parent.alloc.origin is not None:
             undefined.inherit(parent.alloc)
         return data.reshape(self.shape)
+
+    def read_pending(self) -> np.ndarray | None:
+        """`read()` for a consumer that runs as a pipeline job behind the pending jobs writing this view:
+        the bookkeeping (undefined-data origin) now, in program order, and the array whose values those
+        jobs produce. None when reading needs the values now (a gather, undefined elements to fill)."""
+        if self.adv is not None:
+            return None
+        if self.wmask is not None and self.alloc.wmask is not None:
+            if not self.wmask.all():
+                return None
+        elif self.stamp is not None and self.alloc.param < 0 and not (self.stamp >= 0).all():
+            return None
+        if self.alloc.origin is not None:
+            undefined.inherit(self.alloc)
+        return self.data
+
+    def write_pending(self, value: np.ndarray, src: Alloc) -> bool:
+        """`write(value)` as a pipeline job behind the pending jobs of `src` (which produce `value`) and of
+        this allocation: bookkeeping now (written masks, HBM write stamps), the copy on a worker. False
+        (nothing done) when the write needs the values now: undefined data to trace, an index gather."""
+        st = self.alloc.state
+        if self.adv is not None or st.read_origin is not None or st.trace_only:
+            return False
+        if self.alloc.origin is not None and self.size == self.alloc.data.size:
+            self.alloc.origin = None  # wholly overwritten by defined values
+        dst, dt = self.data, self.dtype
+        convert = dt is dtypes.tfloat32 or value.dtype.kind != dst.dtype.kind
+
+        def job() -> None:
+            dst[...] = dtypes.cast(value, dt) if convert else value
+
+        st.pipeline.run(job, reads=(src,), writes=(self.alloc,))
+        self.mark_written(None)
+        if self.stamp is not None:
+            _stamp(st, self.alloc, self.stamp, ..., None, False)
+        return True
 
     def locate(self, mask=None):
         """An advanced access as (parent, index arrays, mask or None, grid shape), all in grid space.
@@ -464,6 +485,9 @@ def _settle(alloc: Alloc) -> None:
     if alloc.unwritten is None:  # after writes through index grids that may repeat elements
         alloc.unwritten = alloc.wmask.size - int(np.count_nonzero(alloc.wmask))
     if alloc.unwritten <= 0:
+        pages = alloc.state.pages
+        pages.mark_dense(alloc.data)  # a lazily mapped tensor written whole: zeroed in place for its next use
+        pages.mark_dense(alloc.wmask)
         alloc.wmask = None
 
 
@@ -612,6 +636,7 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
     v = Tensor(t.alloc, a(t.data, rc, starts), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts),
                None if t.stamp is None else a(t.stamp, rc, starts), None if t.lmask is None else a(t.lmask, rc, starts))
     v.block = t.block + _block_ints(key, dims, t.pdim)
+    v.cut = (rc, t.data, tuple(starts))
     return v
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from evidence.nki import dtypes
-from evidence.nki.dispatch import Call
+from evidence.nki.dispatch import Call, settle_for
 from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype, resolve_op,
     set_result, table, tile, unshared, value,
@@ -112,6 +112,12 @@ def check_store(st, dst, value=None, *, mask=None, **kw):
 def exec_store(st, c: Call) -> None:
     v, dst = c.p["v"], c.out
     mask = c.mask
+    if isinstance(v, Tensor) and v.alloc.writer is not None and mask is None and v.valid is None:
+        arr = v.read_pending()  # values a pending job produces (a copy out of PSUM): the store joins the jobs
+        if arr is not None and dst.write_pending(fit(st, arr, v.shape, dst.shape, "store"), v.alloc):
+            return
+    if st.pipeline.busy:
+        settle_for(st, c)
     if isinstance(v, Tensor):
         # read only the elements the store writes (a masked result's masked-out part is never stored)
         rm = v.valid
@@ -158,8 +164,34 @@ def check_copy(st, src=None, *, mask=None, dtype=None, engine=None, x=None, **_)
 
 def exec_copy(st, c: Call) -> None:
     src = c.ins[0]
+    if (src.alloc.writer is not None and c.into is None and c.mask is None and src.valid is None
+            and _copy_job(st, c, src)):
+        return
+    if st.pipeline.busy:
+        settle_for(st, c)
     v = unshared(src.read(c.mask), src)
     set_result(c.out, v if dtypes.is_int(c.out.dtype) and dtypes.is_int(src.dtype) else dtypes.to_f32(v), c.mask)
+
+
+def _copy_job(st, c: Call, src: Tensor) -> bool:
+    """A copy of values pending TensorE jobs still produce (a PSUM accumulation group copied out to SBUF)
+    as a job behind them, so the kernel's Python runs ahead; held, since the assignment binding the
+    result usually follows and joins the same job. False when the values are needed now."""
+    v = src.read_pending()
+    if v is None:
+        return False
+    out, dt = c.out, c.out.dtype
+    keep_int = dtypes.is_int(dt) and dtypes.is_int(src.dtype)
+    buf = np.empty(out.shape, dtypes.storage(dt))
+    out.alloc.data = out.data = buf
+    out.alloc.origin = st.read_origin
+
+    def job() -> None:
+        r = dtypes.cast(v if keep_int else dtypes.to_f32(v), dt)  # exec_copy's values, into the result's storage
+        buf[...] = r.reshape(buf.shape) if r.shape != buf.shape else r
+
+    st.pipeline.run(job, reads=(src.alloc,), writes=(out.alloc,), hold=True)
+    return True
 
 
 def check_tensor_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
@@ -221,6 +253,9 @@ def exec_broadcast_to(st, c: Call) -> None:
 def _same_view(a: Tensor, b: Tensor) -> bool:
     if a.shape != b.shape:
         return False
+    ca, cb = a.cut, b.cut
+    if ca is not None and cb is not None and ca[0] is cb[0] and ca[1] is cb[1] and ca[2] == cb[2]:
+        return True  # the same subscript structure and starts, cut from the same array
     if a.adv is None and b.adv is None:
         return a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0]
     if a.adv is None or b.adv is None or a.adv[0] is not b.adv[0] or len(a.adv[1]) != len(b.adv[1]):
@@ -262,6 +297,13 @@ def exec_assign(st, c: Call) -> None:
     view, v = c.out, c.p["v"]
     if c.p.get("same"):
         return
+    if isinstance(v, Tensor) and v.alloc.writer is not None and v.valid is None and v.reduce_op is None:
+        arr = v.read_pending()  # values a pending job produces: the copy into `view` joins the jobs
+        if arr is not None and view.write_pending(fit(st, arr, v.shape, view.shape, "assign"), v.alloc):
+            v.fresh = False
+            return
+    if st.pipeline.busy:
+        settle_for(st, c)
     if isinstance(v, Tensor):
         arr = fit(st, v.read(v.valid), v.shape, view.shape, "assign")
         if v.reduce_op is not None:  # dst[...] = nl.loop_reduce(x, op): dst = op(dst, x)
@@ -481,14 +523,15 @@ def exec_stream_shuffle(st, c: Call) -> None:
 OPS = table(
     Op("nisa.nc_stream_shuffle", check_stream_shuffle, exec_stream_shuffle, cost_stream),
     Op("load", check_load, exec_load, cost_dma),
-    Op("store", check_store, exec_store, cost_dma),
+    Op("store", check_store, exec_store, cost_dma, concurrent=True),
     Op("load_transpose2d", check_load_transpose2d, exec_load_transpose2d, cost_dma),
-    Op("copy", check_copy, exec_copy, cost_stream),
-    Op("nisa.tensor_copy", check_tensor_copy, exec_copy, cost_stream),
+    Op("copy", check_copy, exec_copy, cost_stream, concurrent=True),
+    Op("nisa.tensor_copy", check_tensor_copy, exec_copy, cost_stream, concurrent=True),
     Op("nisa.tensor_copy_dynamic_src", check_copy_dynamic_src, exec_copy, cost_dynamic_copy),
     Op("nisa.tensor_copy_dynamic_dst", check_copy_dynamic_dst, exec_copy_dynamic_dst, cost_dynamic_copy),
     Op("broadcast_to", check_broadcast_to, exec_broadcast_to, cost_stream),
-    Op("assign", check_assign, exec_assign, lambda st, c: cost_dma(st, c) if c.engine == "dma" else cost_stream(st, c)),
+    Op("assign", check_assign, exec_assign, lambda st, c: cost_dma(st, c) if c.engine == "dma" else cost_stream(st, c),
+       concurrent=True),
     Op("nisa.dma_copy", check_dma_copy, exec_dma_copy, cost_dma),
     Op("nisa.dma_compute", check_dma_compute, exec_dma_compute, cost_dma),
     Op("nisa.dma_transpose", check_dma_transpose, exec_dma_transpose, cost_dma),

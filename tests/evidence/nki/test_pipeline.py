@@ -246,3 +246,78 @@ def test_the_compiler_style_fast_path_makes_the_views_of_the_general_path():
         assert tensor._affine_view(t, (5, 0, arange(128)[:, None])) is None  # the general path reports it
     finally:
         _state.set_current(prev)
+
+
+def test_compiler_style_matmul_with_copies_as_jobs_gives_the_serial_results_trace_and_report(monkeypatch):
+    """Benchmark (e)'s kernel, small: PSUM groups copied out to a block-dimension tensor as pipeline jobs
+    while the kernel's Python runs ahead, two SPMD instances reusing the lazily mapped tensors."""
+    import benchmarks.bench_sim_generated as bench
+    from evidence.nki import load_kernel
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 1024), dtype=np.float32)
+    b = rng.standard_normal((1024, 2048), dtype=np.float32)
+    kernel = load_kernel(bench.KERNEL).sg0000
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers] = simulate(kernel[2], a, b)
+    serial, threaded = runs["0"], runs["2"]
+    assert np.array_equal(serial.outputs[0], threaded.outputs[0])
+    assert serial.report.model_dump() == threaded.report.model_dump()
+    assert serial.trace == threaded.trace
+    np.testing.assert_allclose(threaded.outputs[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_lazily_mapped_tensors_are_reused_across_spmd_instances_and_read_as_never_written(monkeypatch):
+    from evidence.nki import page_pool
+
+    made = []
+
+    class Counted(page_pool._Mapping):
+        def __init__(self, nbytes: int) -> None:
+            made.append(nbytes)
+            super().__init__(nbytes)
+
+    monkeypatch.setattr(page_pool, "_Mapping", Counted)
+    body = """
+        def kernel(a):
+            i = nl.program_id(0)
+            out = nl.ndarray((2, 128, 2048), dtype=nl.float32, buffer=nl.shared_hbm)
+            big = nl.ndarray((2, nl.par_dim(128), 16384), dtype=nl.float32)  # 16 MiB and a 4 MiB mask: mapped
+            big[i, :, 0:2048] = nl.load(a)
+            nl.store(out[i], value=nl.add(big[i, :, 0:2048], big[1 - i, :, 0:2048]))  # the other block: never written
+            return out
+    """
+    a = np.ones((128, 2048), np.float32)
+    sim, _ = run_source(body, "kernel", a, grid=(2,))
+    assert made == [2 * 128 * 16384 * 4, 2 * 128 * 16384]  # data and mask, mapped once for both instances
+    # instance 1 reads block 0, which instance 0 wrote into the same memory: still never written for instance 1
+    assert np.isnan(sim.outputs[0]).all()
+    assert "uninitialized_read" in {f.code for f in sim.report.findings}
+
+
+def test_stores_of_copied_psum_tiles_as_jobs_give_the_serial_results_trace_and_report(monkeypatch):
+    """Benchmark (a)'s kernel: `res = nl.copy(acc)` then `nl.store(out[...], value=res)`, both behind the
+    accumulation's jobs; HBM write stamps and findings stay in program order."""
+    import ml_dtypes
+
+    import benchmarks.bench_sim_matmul as bench
+    from evidence.nki import load_kernel
+
+    rng = np.random.default_rng(5)
+    lhsT = rng.standard_normal((512, 256), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    rhs = rng.standard_normal((512, 1024), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    kernel = load_kernel(bench.KERNEL).matmul_kernel
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers] = simulate(kernel, lhsT, rhs)
+    serial, threaded = runs["0"], runs["2"]
+    assert np.array_equal(serial.outputs[0], threaded.outputs[0])
+    assert serial.report.model_dump() == threaded.report.model_dump()
+    assert serial.trace == threaded.trace
+    assert [None if w is None else w.tolist() for w in serial.written] == [
+        None if w is None else w.tolist() for w in threaded.written]
+    np.testing.assert_allclose(threaded.outputs[0], lhsT.astype(np.float32).T @ rhs.astype(np.float32), rtol=1e-4,
+                               atol=1e-3)

@@ -1,0 +1,113 @@
+"""Lazily mapped arrays of a simulation (evidence.nki.page_pool): reused only when nothing uses them, and
+then indistinguishable from fresh zero pages."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from evidence.nki.page_pool import LAZY_BYTES, PagePool
+
+SHAPE = (64, 128, 1024)  # 32 MiB of fp32
+
+
+def test_a_mapping_in_use_is_never_handed_out_again():
+    pool = PagePool()
+    a = pool.zeros(SHAPE, np.float32)
+    view = a[3:5, ::2].T  # a view alone keeps the memory in use
+    del a
+    b = pool.zeros(SHAPE, np.float32)
+    assert not np.shares_memory(b, view)
+    assert len(pool.maps) == 2
+
+
+def test_a_reused_mapping_reads_as_zeros_whatever_the_last_use_wrote():
+    pool = PagePool()
+    for k in range(4):
+        a = pool.zeros(SHAPE, np.float32)
+        assert not a.any(), f"use {k} sees data of an earlier use"
+        a[k * 8:(k + 1) * 8] += 1.0  # each use writes other blocks ...
+        a[32:64] += 2.0  # ... and the same ones
+        assert a.max() == 2.0
+        del a
+    assert len(pool.maps) == 1
+
+
+def test_a_mapping_written_whole_is_zeroed_in_place_for_its_next_use():
+    pool = PagePool()
+    a = pool.zeros(SHAPE, np.float32)
+    a[...] = 3.0
+    pool.mark_dense(a)
+    address = a.__array_interface__["data"][0]
+    del a
+    b = pool.zeros(SHAPE, np.float32)
+    assert b.__array_interface__["data"][0] == address and not b.any()
+
+
+def test_small_arrays_are_plain_zeros():
+    pool = PagePool()
+    small = pool.zeros((LAZY_BYTES // 8,), np.float32)
+    assert not small.any() and not pool.maps
+
+
+def test_malloc_settings_hold_for_nested_runs_and_end_with_the_last():
+    from evidence.nki import malloc
+
+    with malloc.reuse_freed_memory():
+        with malloc.reuse_freed_memory():
+            assert malloc._active == 2
+        assert malloc._active == 1  # the outer run keeps its settings
+    assert malloc._active == 0
+
+
+MONITORED = r'''
+import json, os, sys
+import numpy as np
+from evidence.nki import load_kernel, simulate
+from evidence.sandbox.monitor import Monitor
+
+src, events = sys.argv[1], sys.argv[2]
+fd = os.open(events, os.O_WRONLY | os.O_CREAT)
+monitor = Monitor(src, fd, block=True, read_roots=[sys.base_prefix, sys.prefix, os.getcwd(), src], write_roots=[],
+                  withheld=())
+kernel = load_kernel(os.path.join(src, "kernel.py")).kernel
+sys.addaudithook(monitor.hook)
+sim = simulate(kernel, np.ones((128, 2048), np.float32), grid=(3,))
+print(json.dumps(float(np.nansum(sim.outputs[0]))))
+'''
+
+KERNEL = '''
+import neuronxcc.nki.language as nl
+
+
+def kernel(a):
+    i = nl.program_id(0)
+    out = nl.ndarray((3, 128, 2048), dtype=nl.float32, buffer=nl.shared_hbm)
+    whole = nl.ndarray((2, nl.par_dim(128), 8192), dtype=nl.float32)  # written whole: zeroed in place
+    part = nl.ndarray((4, nl.par_dim(128), 8192), dtype=nl.float32)  # a block per instance: dropped
+    for k in nl.affine_range(8):
+        whole[0, :, k * 1024:(k + 1) * 1024] = nl.load(a[:, 0:1024])
+        whole[1, :, k * 1024:(k + 1) * 1024] = nl.load(a[:, 0:1024])
+    part[i, :, 0:2048] = nl.add(whole[1, :, 0:2048], nl.load(a))
+    nl.store(out[i], value=part[i, :, 0:2048])
+    return out
+'''
+
+
+def test_reusing_memory_under_the_sandbox_monitor_reports_nothing(tmp_path):
+    """The monitor reports ctypes calls made while submitted code is on the stack as an escape (and blocks
+    them under the import policy): the simulator's memory reuse must make none."""
+    import subprocess
+    from pathlib import Path
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "kernel.py").write_text(KERNEL)
+    events = tmp_path / "events.jsonl"
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", MONITORED, str(src), str(events)], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.strip()) == 3 * 128 * 2048 * 2.0
+    assert not events.exists() or events.read_text() == ""
