@@ -153,7 +153,10 @@ def _run_elements(t) -> int:
     probe = parent.lmask if parent.lmask is not None else parent.stamp
     if probe is None or not grid:
         return 1
-    first = (0,) * (len(grid) - 1)
+    # walk the innermost grid axis with more than one element: a trailing unit axis
+    # (`mgrid[0:128, 0:F, 0:1]`) does not make every element its own buffer
+    axis = max((i for i, n in enumerate(grid) if n > 1), default=len(grid) - 1)
+    first = tuple(slice(None) if i == axis else 0 for i in range(len(grid)))
     offsets = 0
     for ix, stride in zip(idx, probe.strides):
         if isinstance(ix, np.ndarray):
