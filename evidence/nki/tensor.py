@@ -22,6 +22,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki import access_pattern, dispatch, strided, undefined
+from evidence.nki.errors import UnsupportedMethodError
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
@@ -133,6 +134,16 @@ class Tensor(HostAccessGuard):
         # reads or writes this view (dispatch.partition_start); DMA transfers address any partition.
         self.pstart = None
         self.producer = None  # engine of the instruction that produced this fresh result
+
+    def __getattr__(self, name: str):
+        # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
+        if name.startswith("_") or name in Tensor.__slots__:
+            raise AttributeError(name)
+        st = _state._current
+        file, line = st.where() if st is not None else (None, 0)
+        raise UnsupportedMethodError(
+            "unsupported_op", f"NKI tensor method or attribute '.{name}' is not simulated: add it to "
+            "evidence.nki.tensor.Tensor", file, line)
 
     @classmethod
     def whole(cls, alloc: Alloc) -> Tensor:

@@ -258,6 +258,25 @@ def test_unsupported_op_names_the_op_and_the_table():
     assert "nisa.quantize_mx" in info.value.message and "evidence/nki/ops" in info.value.message
 
 
+
+def test_a_tile_method_the_simulator_lacks_is_unsupported_not_a_kernel_bug():
+    """A tensor method of NKI's tile API with no simulation stops the run as `unsupported_op` naming the
+    method and the line (a simulator limit), not as the kernel's own AttributeError; code asking
+    `hasattr` still sees a missing attribute."""
+    body = """
+        def kernel(a):
+            t = nl.load(a)
+            assert not hasattr(t, "gather_columns") and getattr(t, "gather_columns", None) is None
+            picked = t.gather_columns(t, count=8)  # <-
+            return a
+    """
+    with pytest.raises(UnsupportedOpError) as info:
+        run_source(body, "kernel", B)
+    from .conftest import kernel_source
+
+    assert info.value.code == "unsupported_op" and info.value.line == marked_line(kernel_source(body))
+    assert "'.gather_columns'" in info.value.message
+
 def test_python_error_in_kernel_reports_its_line():
     body = """
         def kernel(a):
