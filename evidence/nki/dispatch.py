@@ -67,6 +67,8 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     written = c.into if c.into is not None else c.out
     if written is not None and written.alloc.param >= 0:
         st.params_written.add(written.alloc.param)  # an instruction writes an argument (host_access)
+    if st.pstart_views:
+        partition_start(st, c)
     if c.engine is not None:
         _record(st, op, c, st.redundant_bytes - redundant_before)
         st.recorder.chains.write(c.into if c.into is not None else c.out, c.ins, is_addition(c.op, c.p),
@@ -90,6 +92,24 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         if c.into is not None and not c.p.get("delivered"):
             c.into.receive(c.out, c.p.get("accumulate", False))
     return c.result
+
+
+def partition_start(st, c: Call) -> None:
+    """The partition start rule binds compute engines (REFERENCE §1): report a view that breaks it when
+    an engine instruction reads or writes it, or when it receives a fresh result an engine produced.
+    DMA transfers (loads, stores, dma_copy) address any partition, so they never report it."""
+    if c.engine is not None:
+        if c.engine == "dma":
+            return
+        views = (*c.ins, c.out, c.into)
+    elif c.op == "assign" and getattr(c.p.get("v"), "producer", None) not in (None, "dma"):
+        views = (c.out,)  # binding a compute result: its instruction wrote the destination directly
+    else:
+        return
+    for t in views:
+        message = getattr(t, "pstart", None)
+        if message:
+            st.finding("partition_start_rule", message, "medium")
 
 
 def settle_for(st, c: Call) -> None:
@@ -153,7 +173,10 @@ def _run_elements(t) -> int:
     probe = parent.lmask if parent.lmask is not None else parent.stamp
     if probe is None or not grid:
         return 1
-    first = (0,) * (len(grid) - 1)
+    # walk the innermost grid axis with more than one element: a trailing unit axis
+    # (`mgrid[0:128, 0:F, 0:1]`) does not make every element its own buffer
+    axis = max((i for i, n in enumerate(grid) if n > 1), default=len(grid) - 1)
+    first = tuple(slice(None) if i == axis else 0 for i in range(len(grid)))
     offsets = 0
     for ix, stride in zip(idx, probe.strides):
         if isinstance(ix, np.ndarray):
@@ -197,6 +220,8 @@ def _record(st, op, c: Call, redundant: int = 0) -> None:
     if out is not None:
         writes[_BUF_SLOT[out.alloc.buffer]] += out.size * out.itemsize
         shape = out.shape
+        if c.out is not None and c.out.fresh:
+            c.out.producer = c.engine  # who wrote it, for binding it to a destination (partition_start)
     else:
         shape = ()
     elements = c.elements or (out.size if out is not None else (c.ins[0].size if c.ins else 0))

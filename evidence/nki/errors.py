@@ -34,6 +34,11 @@ class UnsupportedOpError(SimulationError):
     """The kernel calls an NKI API that has no entry in the simulator's op table."""
 
 
+class UnsupportedMethodError(UnsupportedOpError, AttributeError):
+    """A tile method or attribute the simulator does not implement (`tile.indirect(...)`): reported
+    as `unsupported_op`, while `hasattr`/`getattr(..., default)` still see a missing attribute."""
+
+
 class KernelError(SimulationError):
     """The kernel's own Python code raised (code `python_error`)."""
 

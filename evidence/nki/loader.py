@@ -76,16 +76,24 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds and loads the submission's own modules (siblings of the kernel file under `root`), by
     absolute name or under the synthetic package the kernel file is a member of (relative imports)."""
 
-    def __init__(self, root: Path, package: str, dialect: str | None) -> None:
+    def __init__(self, root: Path, package: str, dialect: str | None, home: Path | None = None) -> None:
         self.root, self.package, self.dialect = root, package, dialect
+        self.home = home or root  # the kernel file's folder: absolute imports look there first
         self.loaded: dict[str, types.ModuleType] = {}
 
     def _path(self, fullname: str) -> Path | None:
-        rel = fullname[len(self.package) + 1:] if fullname.startswith(self.package + ".") else fullname
-        base = self.root.joinpath(*rel.split("."))
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file() and self.root in candidate.resolve().parents:
-                return candidate
+        relative = fullname.startswith(self.package + ".")
+        if relative:  # relative imports resolve under the package (root)
+            bases = [self.root.joinpath(*fullname[len(self.package) + 1:].split("."))]
+        else:
+            bases = [folder.joinpath(*fullname.split(".")) for folder in dict.fromkeys((self.home, self.root))]
+        for base in bases:
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file() and self.root in candidate.resolve().parents:
+                    return candidate
+            # a folder without __init__.py reached by a relative import: a namespace package (nkilib-style trees)
+            if relative and base.is_dir() and self.root in base.resolve().parents:
+                return base
         return None
 
     def find_spec(self, fullname, path=None, target=None):
@@ -93,13 +101,17 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if found is None:
             return None
         return importlib.util.spec_from_loader(fullname, self, origin=str(found),
-                                               is_package=found.name == "__init__.py")
+                                               is_package=found.name == "__init__.py" or found.is_dir())
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module) -> None:
         path = Path(module.__spec__.origin)
+        if path.is_dir():
+            module.__path__ = [str(path)]
+            self.loaded[module.__name__] = module
+            return
         display = path.resolve().relative_to(self.root.resolve()).as_posix()
         source = _read(path, display)
         tree = _parse(source, str(path.resolve()), display)
@@ -182,9 +194,10 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
     if root is not None:
         package = types.ModuleType(f"nki_submission_{next(_counter)}")
         package.__path__ = [str(Path(root).resolve())]
-        module.__package__ = package.__name__
+        module.__package__ = package.__name__ + _subpackage(path_or_source, Path(root))
         modules[package.__name__] = package
-        finder = _SubmissionModules(Path(root).resolve(), package.__name__, dialect)
+        home = Path(path_or_source).resolve().parent if _is_path(path_or_source) else None
+        finder = _SubmissionModules(Path(root).resolve(), package.__name__, dialect, home)
     prev_target = _state.set_loading_target(target)
     # the module is registered while it executes (dataclasses and typing look it up), removed afterwards
     with shim_imports(module.__nki_dialect__, {**modules, module.__name__: module}):
@@ -202,6 +215,17 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
         modules.update(finder.loaded)
     module.__nki_modules__ = modules  # put back in sys.modules while the kernel runs (imports in its body)
     return module
+
+
+def _subpackage(path_or_source, root: Path) -> str:
+    """'.a.b' for a kernel file in root/a/b/, so `from ..utils import x` in it resolves under root."""
+    if not _is_path(path_or_source):
+        return ""
+    try:
+        parts = Path(path_or_source).resolve().parent.relative_to(root.resolve()).parts
+    except ValueError:
+        return ""
+    return "".join("." + part for part in parts) if all(part.isidentifier() for part in parts) else ""
 
 
 def innermost_line(exc: BaseException, filename: str) -> int:

@@ -84,7 +84,8 @@ def _run_kernel(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
     outputs: list[OutputMeta] = []
     entry_line = 0
     try:
-        module = load_kernel(src / job.file, display=job.file, target=job.target)  # module-level tile sizes
+        # root: a kernel in a subfolder (nkilib-style packages) imports the submission's other folders
+        module = load_kernel(src / job.file, display=job.file, target=job.target, root=src)
         entry = getattr(module, job.entry, None)
         if entry is None:
             raise KernelLoadError("missing_entry", f"kernel entry {job.entry!r} not found in {job.file}", job.file, 1)

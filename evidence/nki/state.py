@@ -74,6 +74,7 @@ class State:
         self.psum_live = 0
         self.psum_peak = 0
         self.redundant_bytes = 0
+        self.pstart_views = False  # some view breaks the partition start rule (dispatch.partition_start)
         self.param_writes: dict[int, tuple[str | None, int]] = {}
         self.params_written: set[int] = set()  # arguments some instruction wrote (any op, any path)
         self.rng = np.random.default_rng(0)

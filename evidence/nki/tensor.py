@@ -20,6 +20,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki import access_pattern, dispatch, strided, undefined
+from evidence.nki.errors import UnsupportedMethodError
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
 
@@ -93,7 +94,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut")
+                 "reduce_op", "block", "cut", "pstart", "producer")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -114,6 +115,20 @@ class Tensor(HostAccessGuard):
         # of the allocation this view covers, for dependencies in the trace; () is the whole allocation.
         self.block = ()
         self.cut = None  # (recipe, array, starts) of a view the compiler-style fast path cut: equal cuts, equal views
+        # A partition range that breaks the start rule (REFERENCE §1): reported when a compute engine
+        # reads or writes this view (dispatch.partition_start); DMA transfers address any partition.
+        self.pstart = None
+        self.producer = None  # engine of the instruction that produced this fresh result
+
+    def __getattr__(self, name: str):
+        # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
+        if name.startswith("_") or name in Tensor.__slots__:
+            raise AttributeError(name)
+        st = _state._current
+        file, line = st.where() if st is not None else (None, 0)
+        raise UnsupportedMethodError(
+            "unsupported_op", f"NKI tensor method or attribute '.{name}' is not simulated: add it to "
+            "evidence.nki.tensor.Tensor", file, line)
 
     @classmethod
     def whole(cls, alloc: Alloc) -> Tensor:
@@ -692,18 +707,18 @@ def _block_ints(key, shape, pdim: int) -> tuple:
     return tuple(out)
 
 
-def _partition_start_rule(t: Tensor, k: slice, n: int) -> None:
-    """REFERENCE §1: 65-128 partitions start at 0; 33-64 at 0/64; 1-32 at 0/32/64/96; no stride."""
+def _partition_start_rule(t: Tensor, k: slice, n: int) -> str | None:
+    """REFERENCE §1: 65-128 partitions start at 0; 33-64 at 0/64; 1-32 at 0/32/64/96; no stride.
+    The violation's message, kept on the view until a compute engine uses it (not a DMA)."""
     start, stop, step = k.indices(n)
     size = len(range(start, stop, step))
     allowed = (0,) if size > 64 else (0, 64) if size > 32 else (0, 32, 64, 96)
     if step != 1 or start not in allowed:
-        t.alloc.state.finding(
-            "partition_start_rule",
-            f"access of {size} partitions starting at partition {start}" + (f" with stride {step}" if step != 1 else "")
-            + f" of a {t.alloc.buffer} tile: operands of {size} partitions must start at {allowed} and cannot stride",
-            "medium",
-        )
+        t.alloc.state.pstart_views = True
+        return (f"access of {size} partitions starting at partition {start}" + (f" with stride {step}" if step != 1 else "")
+                + f" of a {t.alloc.buffer} tile: compute-engine operands of {size} partitions must start at {allowed}"
+                " and cannot stride")
+    return None
 
 
 def _basic(t: Tensor, key: tuple) -> Tensor:
@@ -717,6 +732,7 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
     if len(key) > len(shape):
         raise _state.current().error("err_exceed_max_supported_dimension", f"too many indices for {t!r}")
     dropped_before_p = 0
+    pstart = t.pstart
     onchip = t.alloc.buffer in ONCHIP
     keep = []
     for i, k in enumerate(key):
@@ -738,7 +754,7 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
                     f"index range [{start or 0}, {stop}] exceed dimension size of {n} (axis {i})",
                 )
             if i == t.pdim and t.alloc.buffer in ONCHIP and t.data is t.alloc.data and (start or k.step not in (None, 1)):
-                _partition_start_rule(t, k, n)
+                pstart = _partition_start_rule(t, k, n)
     if keep:
         key = tuple(slice(k % shape[i], k % shape[i] + 1) if i in keep else k for i, k in enumerate(key))
     key = key + (Ellipsis,)  # all-integer keys still give (0-d) views, not scalars
@@ -751,5 +767,6 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
         None if t.lmask is None else t.lmask[key],
     )
     v.block = t.block + _block_ints(key, shape, t.pdim) if t.pdim else t.block
+    v.pstart = pstart
     return v
 

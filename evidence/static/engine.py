@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from evidence.static.branches import BranchScopes
 from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
@@ -98,6 +99,7 @@ class Engine(cst.CSTVisitor):
         self.module_scope: dict[str, Binding] = {k: Binding(v) for k, v in dialect.aliases.items()}
         self.scopes: list[dict[str, Binding]] = [self.module_scope]
         self.ev = Evaluator(self.lookup, standalone=dialect.dialect == "standalone")
+        self.branches = BranchScopes(self.value, lambda: self.scopes[-1])  # names bound inside if/else
         self.functions: list[FunctionInfo] = []
         self.function_stack: list[FunctionInfo] = []
         self.loop_stack: list[LoopInfo] = []
@@ -372,8 +374,19 @@ class Engine(cst.CSTVisitor):
     def _unnest(self, node: cst.CSTNode) -> None:
         self.nesting[-1] -= 1
 
-    visit_If = visit_While = visit_With = visit_Try = _nest
-    leave_If = leave_While = leave_With = leave_Try = _unnest
+    visit_While = visit_With = visit_Try = _nest
+    leave_While = leave_With = leave_Try = _unnest
+
+    def visit_If(self, node: cst.If) -> None:
+        self.nesting[-1] += 1
+        self.branches.enter_if(node)
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self.branches.enter_else(node)
+
+    def leave_If(self, node: cst.If) -> None:
+        self.branches.leave_if(node)
+        self.nesting[-1] -= 1
 
     # -- assignments ----------------------------------------------------------------------
     def _loop_ids_now(self) -> tuple[int, ...]:

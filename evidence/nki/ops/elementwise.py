@@ -320,6 +320,8 @@ def check_inplace(st, t, o, opname):
 def exec_inplace(st, c: Call) -> None:
     t, o, fn = c.out, c.p["o"], c.p["fn"]
     is_tile = isinstance(o, Tensor)
+    if c.op == "psum_accumulate" and t.alloc.wmask is not None and _starts_group(st, t, o):
+        return
     if c.op == "psum_accumulate" and _accumulate_job(st, t, o):
         return
     st.pipeline.settle(reads=(o.alloc,) if is_tile else (), writes=(t.alloc,))
@@ -338,6 +340,19 @@ def exec_inplace(st, c: Call) -> None:
         t.write(np.broadcast_to(fn(f32(t), other), t.shape), valid)
     if is_tile:
         o.fresh = False
+
+
+def _starts_group(st, t: Tensor, o: Tensor) -> bool:
+    """`psum[...] += matmul(...)` onto PSUM elements nothing wrote yet: the first matmul of an
+    accumulation group overwrites them (REFERENCE §3.5), as a dst-first nc_matmul does in nki 0.3+;
+    elements already written accumulate. False when every element is defined (a plain accumulation)."""
+    defined = t.defined_mask()
+    if defined is None or defined.all():
+        return False
+    st.pipeline.settle(reads=(o.alloc,), writes=(t.alloc,))
+    t.receive(o, accumulate=None)
+    o.fresh = False
+    return True
 
 
 def _accumulate_job(st, t: Tensor, o: Tensor) -> bool:

@@ -63,6 +63,12 @@ class LowPrecisionAccumulator(Rule):
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    x = nl.load(a)\n    st = nl.ndarray((128, 12), dtype=nl.float32)\n"
               "    for c in nl.affine_range(2):\n        st[:, 6 * c:6 * (c + 1)] = nisa.bn_stats(x[:, c * 512:(c + 1) * 512], "
               "dtype=nl.float32)\n    mv = nisa.bn_aggr(st, dtype=nl.float32)\n", inputs={"a": ((128, 1024), "bfloat16")}),
+        # one block of partial sums added once onto a bf16 zero tile (K fits one block): no running sum
+        Valid(_HEAD + "@nki.jit\ndef k(a, b):\n    K = a.shape[0]\n    acc = nl.zeros((128, 512), nl.bfloat16)\n"
+              "    for kb in nl.sequential_range(K // 1024):\n        part = nl.zeros((128, 512), nl.float32, buffer=nl.psum)\n"
+              "        for k in nl.affine_range(8):\n"
+              "            part += nl.matmul(a[kb * 1024 + k * 128:kb * 1024 + (k + 1) * 128, 0:128], b, transpose_x=True)\n"
+              "        acc += part\n", inputs={"a": ((1024, 128), "bfloat16"), "b": ((128, 512), "bfloat16")}),
         # a bf16 temporary rebuilt in each iteration is not carried across iterations
         Valid(_HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(8):\n        x = nl.load(a[i * 128:(i + 1) * 128, :])\n"
               "        x = x + x\n", inputs={"a": ((1024, 64), "bfloat16")}),
@@ -146,6 +152,8 @@ class LowPrecisionAccumulator(Rule):
         if dtype is None:
             return
         steps = None if any(lp.trip is None for lp in loops) else math.prod(lp.trip for lp in loops)
+        if steps == 1:  # one addition onto the initial value rounds once, like the final store's cast
+            return
         role = "partial_sums" if self._adds_matmul(a.value_node) else "accumulator"
         what = "matmul partial sums are summed" if role == "partial_sums" else f"'{a.target}' accumulates"
         self.report(a.node, f"{what} in {dtype} across {steps if steps is not None else 'many'} loop iterations",

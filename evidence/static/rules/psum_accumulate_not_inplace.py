@@ -27,7 +27,9 @@ class PsumAccumulateNotInplace(Rule):
     In the standalone dialect `nisa.nc_matmul(dst, ...)` accumulates into `dst` by itself (the
     first matmul into a fresh PSUM tile overwrites it, later ones add); the flagged form there is
     a product written to its own tile and added with `nisa.tensor_tensor(dst=acc, data1=acc,
-    data2=part, op=nl.add)`.
+    data2=part, op=nl.add)`. Not when that tile is itself an accumulation group (its nc_matmul sits
+    in a loop of more than one step that does not re-create it): adding one PSUM group per K block
+    into SBUF is the blocked-matmul pattern for outputs larger than PSUM, one VectorE add per group.
 
     Labels: `accumulator` = psum | sbuf | unknown (an SBUF accumulator evicts every partial product
     from PSUM as well); metric `accumulation_steps` (the trip count of the loops it accumulates over).
@@ -55,10 +57,15 @@ class PsumAccumulateNotInplace(Rule):
                 "    nisa.nc_matmul(part, a[k], b[k])\n"
                 "    nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)\n", line=7),
     ]
+    VALID.append(  # K blocks of 4 PSUM-accumulated steps each, the block sums added in SBUF
+        _SA + "acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\nfor kb in range(8):\n"
+        "    part = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n    for k in range(4):\n"
+        "        nisa.nc_matmul(part, a[kb * 4 + k], b[kb * 4 + k])\n"
+        "    nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)\n")
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
-        self._products: set[str] = set()  # standalone: tiles a dst-first nc_matmul wrote
+        self._products: set[str] = set()  # standalone: tiles a dst-first nc_matmul wrote (one product each)
 
     def on_call(self, call: CallInfo) -> None:
         dst = dst_node(self.ctx, call)
@@ -66,8 +73,10 @@ class PsumAccumulateNotInplace(Rule):
             return
         name = root_name(dst)
         if call.name == "nisa.nc_matmul":
-            if name:
+            if name and not self._accumulation_group(call, dst, name):
                 self._products.add(name)
+            else:
+                self._products.discard(name)
             return
         if call.name == "nisa.tensor_tensor" and name and _is_add(self.ctx, call.arg(3, "op")):
             operands = {root_name(call.arg(1, "data1")), root_name(call.arg(2, "data2"))}
@@ -79,6 +88,14 @@ class PsumAccumulateNotInplace(Rule):
                             metrics={"extra_vector_adds_per_step": 1}, labels={"accumulator": buffer})
         elif name:
             self._products.discard(name)
+
+    def _accumulation_group(self, call: CallInfo, dst: cst.BaseExpression, name: str) -> bool:
+        """Does this nc_matmul accumulate several steps into `name`: is it inside a loop of more than
+        one step that neither re-creates the tile nor moves the written part with its index?"""
+        binding = self.ctx.lookup(name)
+        created_in = set(binding.def_loops) if binding is not None else set()
+        index_deps, _ = self.ctx.deps(dst)
+        return any(lp.id not in created_in and lp.id not in index_deps and lp.trip != 1 for lp in call.loops)
 
     def leave_function(self, fn) -> None:
         self._products = set()

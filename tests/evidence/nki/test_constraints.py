@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -256,6 +258,25 @@ def test_unsupported_op_names_the_op_and_the_table():
     assert "nisa.quantize_mx" in info.value.message and "evidence/nki/ops" in info.value.message
 
 
+
+def test_a_tile_method_the_simulator_lacks_is_unsupported_not_a_kernel_bug():
+    """A tensor method of NKI's tile API with no simulation stops the run as `unsupported_op` naming the
+    method and the line (a simulator limit), not as the kernel's own AttributeError; code asking
+    `hasattr` still sees a missing attribute."""
+    body = """
+        def kernel(a):
+            t = nl.load(a)
+            assert not hasattr(t, "gather_columns") and getattr(t, "gather_columns", None) is None
+            picked = t.gather_columns(t, count=8)  # <-
+            return a
+    """
+    with pytest.raises(UnsupportedOpError) as info:
+        run_source(body, "kernel", B)
+    from .conftest import kernel_source
+
+    assert info.value.code == "unsupported_op" and info.value.line == marked_line(kernel_source(body))
+    assert "'.gather_columns'" in info.value.message
+
 def test_python_error_in_kernel_reports_its_line():
     body = """
         def kernel(a):
@@ -432,6 +453,51 @@ def test_partition_start_rule_is_a_finding():
     found, src, _ = _findings(body, B)
     assert found == {("partition_start_rule", marked_line(src))}
 
+
+
+def test_partition_start_rule_binds_compute_engines_not_dma():
+    """DMA transfers address any partition: rows loaded one at a time into partitions 1, 2, 3 of a
+    tile are legal. A compute result delivered to partitions 8-15 is not."""
+    body = """
+        def kernel(a):
+            out = nl.ndarray((2, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            rows = nl.ndarray((4, 512), dtype=a.dtype, buffer=nl.sbuf)
+            for r in nl.static_range(4):
+                rows[r:r + 1, :] = nl.load(a[r:r + 1, :])
+            nl.store(out, value=rows[1:3, :])
+            sq = nl.ndarray((16, 512), dtype=a.dtype, buffer=nl.sbuf)
+            sq[8:16, :] = nl.square(nl.load(a[0:8, :]))  # <-
+            return out
+    """
+    found, src, sim = _findings(body, A)
+    assert found == {("partition_start_rule", marked_line(src))}
+    np.testing.assert_array_equal(sim.outputs[0], 1.0)
+
+
+def test_partition_start_rule_in_the_standalone_dialect_skips_dma_copy():
+    from evidence.nki import load_kernel, simulate
+
+    src = textwrap.dedent("""\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def kernel(a):
+            out = nl.ndarray((4, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+            rows = nl.ndarray((4, 512), dtype=a.dtype, buffer=nl.sbuf)
+            for r in range(4):
+                nisa.dma_copy(dst=rows[r:r + 1, :], src=a[r:r + 1, :])
+            twice = nl.ndarray((4, 512), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=twice[2:4, :], data=rows[2:4, :], op0=nl.multiply, operand0=2.0)  # <-
+            nisa.tensor_copy(dst=twice[0:2, :], src=rows[0:2, :])
+            nisa.dma_copy(dst=out, src=twice)
+            return out
+    """)
+    sim = simulate(load_kernel(src, display="k.py").kernel, A[:4].copy())
+    lines = {(f.code, f.line) for f in sim.report.findings}
+    assert lines == {("partition_start_rule", marked_line(src))}  # the VectorE instruction on partitions 2-3
+    np.testing.assert_array_equal(sim.outputs[0], [[1.0] * 512] * 2 + [[2.0] * 512] * 2)
 
 def test_range_select_needs_trn2_and_collectives_need_one_rank():
     body = """

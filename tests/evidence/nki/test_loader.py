@@ -225,3 +225,38 @@ def test_a_kernel_imports_helper_modules_from_its_submission_folder(tmp_path):
     with pytest.raises(KernelLoadError) as info:
         load_kernel(tmp_path / "kernel.py")
     assert info.value.code == "err_mixed_nki_dialects"
+
+
+def test_a_kernel_in_a_subfolder_imports_a_sibling_folder_of_the_submission(tmp_path):
+    """Library-style trees (kernels/rowsum/kernel.py importing ..common.sizes, whose folder has no
+    __init__.py) load with the submission folder as root; the kernel's own folder still serves
+    absolute imports of its neighbours."""
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "sizes.py").write_text("ROWS_PER_TILE = 128\n\ndef tiles(n):\n    return -(-n // ROWS_PER_TILE)\n")
+    (tmp_path / "kernels" / "rowsum").mkdir(parents=True)
+    (tmp_path / "kernels" / "rowsum" / "scaling.py").write_text("FACTOR = 0.5\n")
+    (tmp_path / "kernels" / "rowsum" / "kernel.py").write_text(
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
+        "from ...common.sizes import ROWS_PER_TILE, tiles\n"
+        "from scaling import FACTOR\n\n"
+        "@nki.jit\n"
+        "def half_row_sums(x):\n"
+        "    rows, cols = x.shape\n"
+        "    out = nl.ndarray((rows, 1), dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    for t in range(tiles(rows)):\n"
+        "        n = min(ROWS_PER_TILE, rows - t * ROWS_PER_TILE)\n"
+        "        tile = nl.ndarray((ROWS_PER_TILE, cols), dtype=x.dtype, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=tile[0:n, :], src=x[t * ROWS_PER_TILE:t * ROWS_PER_TILE + n, :])\n"
+        "        acc = nl.ndarray((ROWS_PER_TILE, 1), dtype=x.dtype, buffer=nl.sbuf)\n"
+        "        nisa.tensor_reduce(dst=acc[0:n, :], op=nl.add, data=tile[0:n, :], axis=1)\n"
+        "        nisa.tensor_scalar(dst=acc[0:n, :], data=acc[0:n, :], op0=nl.multiply, operand0=FACTOR)\n"
+        "        nisa.dma_copy(dst=out[t * ROWS_PER_TILE:t * ROWS_PER_TILE + n, :], src=acc[0:n, :])\n"
+        "    return out\n")
+    kernel_file = tmp_path / "kernels" / "rowsum" / "kernel.py"
+    with pytest.raises(KernelLoadError) as info:  # the kernel's folder as root cannot reach ../../common
+        load_kernel(kernel_file)
+    assert info.value.code == "import_error" and "relative import" in info.value.message
+    mod = load_kernel(kernel_file, root=tmp_path)
+    x = np.arange(200 * 8, dtype=np.float32).reshape(200, 8)
+    sim = simulate(mod.half_row_sums, x)
+    np.testing.assert_allclose(sim.outputs[0], 0.5 * x.sum(axis=1, keepdims=True))

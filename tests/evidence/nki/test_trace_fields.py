@@ -115,3 +115,21 @@ def test_report_keeps_per_line_partitions_free_sizes_and_dma_bytes():
     walk = by_line[14]
     assert (walk.instructions, walk.tiny_instructions, walk.free_elements_mean) == (64, 64, 1.0)
     assert r.tiny_instr_count >= 64 and 0 < r.free_elements_mean < 64
+
+
+def test_dma_run_of_a_masked_grid_with_a_trailing_unit_axis_is_the_row():
+    """A ragged-tile load through a three-axis grid whose last axis has one element (the unit axis
+    lifts a [1, F] parameter row) still moves whole rows: the run is the row, not one element."""
+    body = """
+        def kernel(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            rows_p, cols_f, unit = nl.mgrid[0:128, 0:x.shape[1], 0:1]
+            for t in nl.affine_range(2):
+                keep = t * 128 + rows_p < x.shape[0]
+                tile = nl.load(x[t * 128 + rows_p, cols_f], mask=keep)  # <-ragged
+                nl.store(out[t * 128 + rows_p, cols_f], value=nl.exp(tile), mask=keep)
+            return out
+    """
+    sim, src = run_source(body, "kernel", nt.tensor[[200, 96], nl.float32], trace_only=True)
+    runs = [e.run for e in sim.trace if e.line == marked_line(src, "# <-ragged")]
+    assert runs == [96 * 4, 96 * 4]  # the full tile and the masked last tile

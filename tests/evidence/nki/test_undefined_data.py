@@ -372,3 +372,31 @@ def test_matmul_operand_masked_result_takes_part_only_where_defined():
     x = X[:LIVE].astype(np.float64)
     np.testing.assert_allclose(sim.outputs[0], x.T @ x, rtol=1e-5, atol=1e-4)
     assert not sim.report.findings
+
+
+def test_psum_accumulation_into_a_never_written_tile_starts_the_group():
+    """`acc += nc_matmul(...)` into a PSUM `nl.ndarray` nothing wrote: the first matmul of the group
+    overwrites (as nki 0.3+'s dst-first nc_matmul does), later ones add. A VectorE `+=` of another
+    result onto the same kind of tile still reads undefined data."""
+    body = """
+        def kernel(a, b):
+            out = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+            acc = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(3):
+                lhs = nl.load(a[k * 128:(k + 1) * 128, :])
+                rhs = nl.load(b[k * 128:(k + 1) * 128, :])
+                acc += nisa.nc_matmul(lhs, rhs)
+            nl.store(out, value=nl.copy(acc))
+            return out
+    """
+    a = RNG.standard_normal((384, 64)).astype(np.float32)
+    b = RNG.standard_normal((384, 96)).astype(np.float32)
+    sim, _ = run_source(body, "kernel", a, b)
+    np.testing.assert_allclose(sim.outputs[0], a.T @ b, rtol=1e-4, atol=1e-4)
+    assert _findings(sim) == []
+    vector = body.replace("acc = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.psum)",
+                          "acc = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.sbuf)")
+    vector = vector.replace("acc += nisa.nc_matmul(lhs, rhs)", "acc += nl.copy(nisa.nc_matmul(lhs, rhs))  # <-")
+    sim, src = run_source(vector, "kernel", a, b)
+    assert np.isnan(sim.outputs[0]).all()
+    assert _findings(sim) == [("uninitialized_read", marked_line(src), "high")]

@@ -81,3 +81,26 @@ def test_unknown_values_stay_unknown():
     fn, calls = _calls("def k(a, n):\n    t = nl.load(a[0:n, :])\n", {"a": ((256, 64), "float32")})
     t = calls[2].tensor
     assert isinstance(t, Tensor) and t.shape == (None, 64) and t.partitions is None
+
+
+def test_names_bound_in_branches_follow_the_branch_the_shapes_take():
+    """A tile size clamped in an `if` the task's shapes decide keeps the value of the branch taken; a
+    name an undecided `if` may or may not rebind is unknown afterwards rather than the branch's value."""
+    fn, calls = _calls(
+        "def k(a, flag):\n"                                            # 1
+        "    M, N = a.shape\n"                                         # 2
+        "    ROWS = TILE\n"                                            # 3
+        "    if M < ROWS:\n"                                           # 4
+        "        ROWS = M\n"                                           # 5
+        "    elif M > 4096:\n"                                         # 6
+        "        ROWS = 64\n"                                          # 7
+        "    else:\n"                                                  # 8
+        "        COLS = N // 2\n"                                      # 9
+        "    if flag:\n"                                               # 10
+        "        COLS = N\n"                                           # 11
+        "    big = nl.ndarray((ROWS, 4), dtype=nl.float32)\n"          # 12
+        "    wide = nl.ndarray((ROWS, COLS), dtype=nl.float32)\n",     # 13
+        {"a": ((1024, 256), "float32")},
+    )
+    assert calls[12].tensor.shape == (128, 4)  # not (1024, 4): M < 128 is false for these shapes
+    assert calls[13].tensor.shape == (128, None)  # COLS is N // 2 or N, or unbound: not known
