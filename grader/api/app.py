@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -25,6 +26,7 @@ from grader.settings import Settings
 from grader.store import migrate
 from grader.store.db import Store, StoreError
 from grader.web.app import mount as mount_pages
+from grader.web.warm import warm as warm_pages
 
 log = logging.getLogger("grader.api")
 
@@ -115,6 +117,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, *, 
             if migrate_db:
                 migrate.upgrade(app.state.store)
         _attach_metrics(app)
+        await anyio.to_thread.run_sync(warm_pages, settings.rubric_dirs())  # before the first request, not in it
         yield
         if own:
             app.state.store.dispose()
