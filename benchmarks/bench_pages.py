@@ -150,7 +150,8 @@ def fresh_server(database_url: str):  # type: ignore[no-untyped-def]
         port = s.getsockname()[1]
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(calibration.SETS_ROOT),
-                             str(audits.AUDIT_SET), database_url], stdout=subprocess.DEVNULL)
+                             str(audits.AUDIT_SET), database_url],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # its request log
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
@@ -250,13 +251,15 @@ def main() -> None:
         with fresh_server(database_url) as (url, started):
             starts.append(started)
             client, signing = signed_in(url, made["token"])
-            with client:
+            try:
                 for name, t in (signing | first_views(client, made, args.firsts, args.items)).items():
                     firsts.setdefault(name, []).extend(t if isinstance(t, list) else [t])
                 print(f"fresh server {n + 1}: ready in {started:.2f} s; first views done ({load()})", flush=True)
                 if n == args.rounds - 1:
                     warm = warm_views(client, url, made, args)
                     baseline = statistics.median(timed(client, "/healthz", args.requests))
+            finally:
+                client.close()
     worst = 0.0
     print(f"\nFIRST VIEWS over {args.rounds} fresh servers (ready in {min(starts):.2f}-{max(starts):.2f} s); "
           f"/healthz median {baseline * 1e3:.1f} ms\n{HEADER}")

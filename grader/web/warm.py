@@ -5,10 +5,18 @@ templates, compiling the Pygments lexers' regular expressions, and loading the r
 evidence kinds imports every collector). None of it depends on a request, so the application's
 lifespan does it before the server accepts connections; later calls in the same process cost
 milliseconds (everything here is cached per process).
+
+`grader serve` then settles the heap: start-up leaves some 160,000 objects the cyclic garbage
+collector would walk on every full collection (about 90 ms of CPU each, several hundred ms of wall
+time on a loaded machine, landing on whichever request triggers it). `gc.freeze()` moves them to the
+permanent generation, so a full collection walks only what requests made since (the cached drafts:
+about 12 ms of CPU with 32 of 200 items). Only the serving process does this; a test process keeps
+creating and dropping applications and must keep collecting them.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -36,3 +44,9 @@ def warm(rubric_dirs: tuple[Path, ...]) -> None:
             load_rubric(rubric_id, rubric_dirs)
         except GraderError as exc:  # a broken rubric fails the pages that use it, not the server's start
             log.warning("rubric %s not loaded at start-up: %s", rubric_id, exc.one_line())
+
+
+def settle_heap() -> None:
+    """Collect once, then exempt everything alive from later collections (see above)."""
+    gc.collect()
+    gc.freeze()
