@@ -22,8 +22,8 @@ from html import escape
 
 from evidence.model import EvidenceItem
 
-WIDTH, HEIGHT = 560, 410
-LEFT, RIGHT, TOP, BOTTOM = 64, 528, 34, 306  # the plot area
+WIDTH, HEIGHT = 520, 404
+LEFT, RIGHT, TOP, BOTTOM = 62, 494, 34, 290  # the plot area
 ROOF, POINT, GRID, INK = "#1f4e79", "#c0392b", "#d0d4da", "#333"
 FONT = 'font-family="system-ui, sans-serif"'
 DEFAULT_LABEL = "Roofline plot of the cost model's estimate"
@@ -72,7 +72,7 @@ def _grid(ax: _Axes) -> list[str]:
     for k in range(ax.x0, ax.x1 + 1):
         x = _f(ax.x(10.0 ** k))
         out.append(f'<line x1="{x}" y1="{TOP}" x2="{x}" y2="{BOTTOM}" stroke="{GRID}" stroke-width="0.8"/>')
-        out.append(f'<text x="{x}" y="{BOTTOM + 16}" text-anchor="middle">{_decade(k)}</text>')
+        out.append(f'<text x="{x}" y="{BOTTOM + 18}" text-anchor="middle">{_decade(k)}</text>')
     for k in range(ax.y0, math.floor(ax.y1) + 1):
         y = _f(ax.y(10.0 ** k))
         out.append(f'<line x1="{LEFT}" y1="{y}" x2="{RIGHT}" y2="{y}" stroke="{GRID}" stroke-width="0.8"/>')
@@ -112,9 +112,9 @@ def roofline_svg(item: EvidenceItem, *, label: str = DEFAULT_LABEL, described_by
     if css_class:
         root.append(f'class="{escape(css_class)}"')
     parts = [f"<svg {' '.join(root)}>", f"<title>{escape(label)}</title>",
-             f'<g {FONT} font-size="11" fill="{INK}">',
+             f'<g {FONT} font-size="12.5" fill="{INK}">',
              f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
-             f'<text x="{(LEFT + RIGHT) // 2}" y="20" text-anchor="middle" font-size="13" font-weight="bold">{escape(title)}</text>',
+             f'<text x="{(LEFT + RIGHT) // 2}" y="21" text-anchor="middle" font-size="14.5" font-weight="bold">{escape(title)}</text>',
              *_grid(ax),
              f'<rect x="{LEFT}" y="{TOP}" width="{RIGHT - LEFT}" height="{BOTTOM - TOP}" fill="none" stroke="#888"/>',
              f'<line x1="{rx}" y1="{BOTTOM}" x2="{rx}" y2="{ry}" stroke="#777" stroke-width="1" stroke-dasharray="2 3"/>',
@@ -125,10 +125,10 @@ def roofline_svg(item: EvidenceItem, *, label: str = DEFAULT_LABEL, described_by
               f'<line x1="{_f(px)}" y1="{_f(top)}" x2="{_f(px)}" y2="{_f(py)}" stroke="{POINT}" stroke-width="1" stroke-dasharray="3 3"/>',
               f'<circle cx="{_f(px)}" cy="{_f(py)}" r="5" fill="{POINT}" stroke="#fff" stroke-width="1.5"/>',
               f'<text x="{_f(px + 9)}" y="{_f(py + 4)}" fill="{POINT}" font-weight="bold">kernel</text>',
-              f'<text x="{(LEFT + RIGHT) // 2}" y="{BOTTOM + 36}" text-anchor="middle">arithmetic intensity (FLOP per HBM byte)</text>',
-              f'<text transform="translate(18 {(TOP + BOTTOM) // 2}) rotate(-90)" text-anchor="middle">TFLOPS</text>']
+              f'<text x="{(LEFT + RIGHT) // 2}" y="{BOTTOM + 38}" text-anchor="middle">arithmetic intensity (FLOP per HBM byte)</text>',
+              f'<text transform="translate(16 {(TOP + BOTTOM) // 2}) rotate(-90)" text-anchor="middle">TFLOPS</text>']
     for n, (mark, text) in enumerate(key):
-        parts.append(f'<g transform="translate({LEFT} {BOTTOM + 62 + 17 * n})">{mark}'
+        parts.append(f'<g transform="translate({LEFT} {BOTTOM + 66 + 19 * n})">{mark}'
                      f'<text x="32" y="0">{escape(text)}</text></g>')
     return "\n".join([*parts, "</g>", "</svg>"]) + "\n"
 
