@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -25,6 +26,8 @@ from grader.settings import Settings
 from grader.store import migrate
 from grader.store.db import Store, StoreError
 from grader.web.app import mount as mount_pages
+from grader.web.warm import settle_heap
+from grader.web.warm import warm as warm_pages
 
 log = logging.getLogger("grader.api")
 
@@ -102,8 +105,11 @@ def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": f"internal error ({type(exc).__name__}); see the server log"}, status_code=500)
 
 
-def create_app(settings: Settings | None = None, store: Store | None = None, *, migrate_db: bool = True) -> FastAPI:
-    """The API. Without a `store`, the configured database is opened (and migrated) at start-up."""
+def create_app(settings: Settings | None = None, store: Store | None = None, *, migrate_db: bool = True,
+               settle: bool = False) -> FastAPI:
+    """The API. Without a `store`, the configured database is opened (and migrated) at start-up. The
+    pages are warmed before the first request; `settle` (the serving process) also freezes the heap
+    start-up leaves (grader.web.warm)."""
     settings = service_settings(settings or Settings())
     announce(settings)
 
@@ -115,6 +121,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None, *, 
             if migrate_db:
                 migrate.upgrade(app.state.store)
         _attach_metrics(app)
+        await anyio.to_thread.run_sync(warm_pages, settings.rubric_dirs())  # before the first request, not in it
+        if settle:
+            settle_heap()
         yield
         if own:
             app.state.store.dispose()

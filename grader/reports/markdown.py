@@ -9,6 +9,7 @@ import jinja2
 
 from evidence.model import EvidenceBundle, EvidenceItem
 from grader.draft import Citation, CriterionDraft, Draft
+from grader.reports.roofline import roofline_markdown
 from grader.rubric import Rubric
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -69,8 +70,6 @@ def render_draft(draft: Draft, rubric: Rubric | None = None) -> str:
     roof = next((i for i in ev.items if i.kind == "perf.roofline"), None)
     roofline = ""
     if roof is not None:
-        from grader.reports.roofline import roofline_markdown  # matplotlib only when there is a roofline
-
         roofline = "\n".join(roofline_markdown(roof)).rstrip("\n")
     return _template().render(draft=draft, bundle_hash=ev.bundle_hash, n_items=len(ev.items),
                               n_failures=len(ev.failures), rows=rows, sections=sections, roofline=roofline)

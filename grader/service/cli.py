@@ -94,7 +94,7 @@ def serve(
     try:
         # Keep-alive longer than clients' poll intervals and typical proxy idle timeouts, so a client
         # never reuses a connection the server is closing.
-        uvicorn.run(create_app(settings, store), host=host, port=port, log_config=None, timeout_keep_alive=75,
+        uvicorn.run(create_app(settings, store, settle=True), host=host, port=port, log_config=None, timeout_keep_alive=75,
                     timeout_graceful_shutdown=int(settings.shutdown_grace_s) or None)
     finally:
         pool.stop()

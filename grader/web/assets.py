@@ -25,7 +25,7 @@ def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-# Served pages: no script at all, styles and images from the server (plots are data: images),
+# Served pages: no script at all, styles and images from the server or data: URIs (plots are inline SVG),
 # forms post only to the server, and no page may be framed.
 SERVED_CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
               "frame-ancestors 'none'; base-uri 'none'")

@@ -1,35 +1,39 @@
-"""The performance section's roofline: the cost model's plot (`grader.reports.roofline`) as a data-URI
-image, and the same facts in words for those who cannot see it.
+"""The performance section's roofline: the cost model's plot (`grader.reports.roofline`) inlined as
+SVG, and the same facts in words for those who cannot see it.
 
-A data-URI <img> rather than inline <svg>: matplotlib's SVG styles every path with `style=`
-attributes and a <style> element, which the pages' CSP (`style-src 'self'`, or the one stylesheet's
-hash in a standalone report) would block inline; inside an <img> the SVG is its own document, runs
-no script and keeps its styles. The CSP allows `img-src data:`.
+Inline rather than a data-URI image: the plot is a few kilobytes of presentation attributes (no
+`style`, so the pages' strict CSP allows it), its text is the page's text, and it is named
+by its <title> and described by the words beside it (`aria-describedby`).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+
+from markupsafe import Markup
 
 from evidence.model import EvidenceItem
 from grader.reports.roofline import roofline_svg
 from grader.web.draft_view import DraftView
 
+PLOT_LABEL = "Roofline plot of the cost model's estimate, described in words beside it."
+WORDS_ID = "performance-words"
+
 
 @lru_cache(maxsize=128)
-def _roofline_uri(item_json: str) -> str | None:
-    svg = roofline_svg(EvidenceItem.model_validate_json(item_json))
-    return None if svg is None else "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+def _roofline(item_json: str) -> Markup | None:
+    svg = roofline_svg(EvidenceItem.model_validate_json(item_json), label=PLOT_LABEL, described_by=WORDS_ID,
+                       css_class="roofline")
+    return None if svg is None else Markup(svg)  # built from numbers and escaped labels only
 
 
-def roofline_image(view: DraftView) -> str | None:
-    """The roofline plot of the cost model's estimate, when the bundle has one with matmul FLOPs
-    (rendered once per item: matplotlib takes a few hundred milliseconds)."""
+def roofline_plot(view: DraftView) -> Markup | None:
+    """The roofline plot of the cost model's estimate as inline SVG, when the bundle has one with
+    matmul FLOPs."""
     item = view.roofline
-    return None if item is None else _roofline_uri(json.dumps(item.model_dump(mode="json"), sort_keys=True))
+    return None if item is None else _roofline(json.dumps(item.model_dump(mode="json"), sort_keys=True))
 
 
 @dataclass(frozen=True)

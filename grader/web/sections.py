@@ -11,12 +11,12 @@ from markupsafe import Markup
 
 from grader.web.draft_view import DraftView, Links
 from grader.web.per_draft import per_draft
-from grader.web.plots import performance_words, roofline_image
+from grader.web.plots import WORDS_ID, performance_words, roofline_plot
 from grader.web.templating import render
 
 
 def evidence_sections(view: DraftView, links: Links) -> Markup:
     key = ("sections", links, tuple(sorted(view.files.items())))
     return per_draft.get(view.draft, key, lambda: Markup(render(
-        "evidence_sections.html.j2", v=view, links=links, roofline_svg=roofline_image(view),
-        perf_words=performance_words(view))))
+        "evidence_sections.html.j2", v=view, links=links, roofline_plot=roofline_plot(view),
+        perf_words=performance_words(view), words_id=WORDS_ID)))

@@ -31,6 +31,10 @@ def line_anchor(path: str, line: int) -> str:
     return f"{file_slug(path)}-L-{line}"
 
 
+def known_lexers() -> set[type[Lexer]]:
+    return {*_LEXERS.values(), TextLexer}
+
+
 def lexer_for(path: str) -> Lexer:
     suffix = path[path.rfind("."):].lower() if "." in path else ""
     return _LEXERS.get(suffix, TextLexer)(stripnl=False, ensurenl=True)

@@ -204,7 +204,8 @@ def test_standalone_report_opens_from_a_file(tmp_path, browser):
     # The roofline plot decodes and is drawn under the report's CSP, with its description in words beside it.
     plot = page.get_by_role("img", name="Roofline plot of the cost model's estimate, described in words beside it.")
     plot.scroll_into_view_if_needed()
-    assert plot.is_visible() and plot.evaluate("img => img.complete && img.naturalWidth > 300")
+    assert plot.is_visible() and plot.evaluate("svg => svg.getBoundingClientRect().width > 300")
+    assert "kernel:" in plot.text_content()
     words = page.locator("#performance-words").inner_text()
     assert "On the roofline the kernel sits at" in words and "Bottleneck:" in words and "What-if:" in words
     assert not watch.problems, watch.problems

@@ -1,14 +1,14 @@
-"""The roofline on the draft page comes from the cost model's own plot (grader.reports.roofline), and
-the same facts are given in words."""
+"""The roofline on the draft page is the cost model's own plot (grader.reports.roofline) inlined as SVG,
+and the same facts are given in words."""
 
 from __future__ import annotations
 
-import base64
+import xml.etree.ElementTree as ET
 
 from evidence.model import EvidenceItem
 from grader.draft import Draft
 from grader.web import draft_view
-from grader.web.plots import performance_words, roofline_image
+from grader.web.plots import PLOT_LABEL, WORDS_ID, performance_words, roofline_plot
 
 
 def roofline_item() -> EvidenceItem:
@@ -29,14 +29,15 @@ def view_with(items: list[EvidenceItem]) -> draft_view.DraftView:
 
 
 def test_no_roofline_without_a_cost_model_estimate():
-    assert roofline_image(view_with([])) is None
+    assert roofline_plot(view_with([])) is None
 
 
-def test_roofline_is_the_cost_models_svg_as_a_data_uri():
-    uri = roofline_image(view_with([roofline_item()]))
-    assert uri is not None and uri.startswith("data:image/svg+xml;base64,")
-    svg = base64.b64decode(uri.split(",", 1)[1]).decode()
-    assert svg.lstrip().startswith(("<?xml", "<svg")) and "<script" not in svg
+def test_roofline_is_the_cost_models_svg_named_and_described_by_the_words():
+    svg = roofline_plot(view_with([roofline_item()]))
+    root = ET.fromstring(str(svg))
+    assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.get("role") == "img"
+    assert root.get("aria-label") == PLOT_LABEL and root.get("aria-describedby") == WORDS_ID
+    assert "kernel: 85 FLOP/B, 40 TFLOPS (40% of bound)" in str(svg) and "<script" not in str(svg)
 
 
 def perf_item(kind: str, ident: str, title: str, **metrics: float) -> EvidenceItem:
@@ -66,5 +67,5 @@ def test_without_matmul_flops_the_words_give_the_bandwidth_and_there_is_no_plot(
                      "Roofline: no matmul FLOPs; 3.2 MiB of HBM traffic at 41% of HBM bandwidth (memory-bound)",
                      arithmetic_intensity=0.0, achieved_tflops=0.0, peak_tflops=667.0, hbm_gbps=2900.0)
     view = view_with([item])
-    assert roofline_image(view) is None
+    assert roofline_plot(view) is None
     assert [s.text for s in performance_words(view)] == [item.title + "."]
