@@ -98,7 +98,9 @@ def read_outcome(job: ChildJob, job_dir: Path, run: ChildRun, src_prefix: str) -
     stderr = run.stderr.text()
     total = sum(p.stat().st_size for p in out.iterdir() if p.is_file() and not p.is_symlink())
     raw = _read_capped(out / "result.json", MAX_RESULT_JSON + 1)
-    if raw is None:
+    # A flooding child was killed for it: a result it wrote meanwhile (e.g. a BrokenPipeError it caught
+    # once the parent stopped reading) describes the flood's aftermath, not the run.
+    if raw is None or run.output_flood:
         error = _died(job, run, out, src_prefix, events)
         return ChildOutcome(ChildResult(role=job.role, status="error", error=error), {}, events, stderr, run.wall_s)
     try:

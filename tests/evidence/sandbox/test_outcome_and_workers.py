@@ -63,6 +63,16 @@ def test_a_child_that_died_is_described_from_what_it_left(tmp_path):
     assert "exited without reporting a result" in read_outcome(JOB, out, _run(0), "/job/src/").result.error.message
 
 
+def test_a_flooding_child_is_an_output_limit_even_when_it_wrote_a_result(tmp_path):
+    """The parent stops reading and kills a child that floods stdout; the child may still report the
+    BrokenPipeError it then met, as if the kernel itself had failed."""
+    error = {"role": "kernel", "status": "error",
+             "error": {"code": "python_error", "message": "BrokenPipeError: [Errno 32] Broken pipe"}}
+    out = _out(tmp_path, error, {})
+    assert read_outcome(JOB, out, _run(-9, flood=True), "/job/src/").result.error.code == "output_limit"
+    assert read_outcome(JOB, out, _run(0), "/job/src/").result.error.code == "python_error"
+
+
 def test_parallel_simulations_are_bounded_by_workers():
     kernel = ("import time\nimport neuronxcc.nki.language as nl\n\ndef kernel(a):\n    time.sleep(0.6)\n"
               "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    nl.store(out, value=nl.load(a))\n"
