@@ -13,8 +13,9 @@ back to the OS (`malloc_trim`). Where glibc is absent (another libc, another OS)
 from __future__ import annotations
 
 import ctypes
-import threading
 from contextlib import contextmanager
+
+from evidence.nki.process_setting import ProcessSetting
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
 _DURING = ((M_MMAP_THRESHOLD, 1 << 30), (M_TRIM_THRESHOLD, 4 << 30), (M_TOP_PAD, 256 << 20))
@@ -23,8 +24,6 @@ _DURING = ((M_MMAP_THRESHOLD, 1 << 30), (M_TRIM_THRESHOLD, 4 << 30), (M_TOP_PAD,
 # and glibc's start values (128 KiB) would leave every later 128 KiB+ array of the process a fresh mmap.
 _AFTER = ((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 64 << 20), (M_TOP_PAD, 128 << 10))
 
-_lock = threading.Lock()
-_active = 0
 _libc = None
 
 
@@ -44,26 +43,23 @@ def _set(lib, settings) -> None:
         lib.mallopt(ctypes.c_int(param), ctypes.c_int(min(value, 2**31 - 1)))
 
 
+def _undo() -> None:
+    lib = _glibc()
+    _set(lib, _AFTER)
+    lib.malloc_trim(ctypes.c_size_t(0))
+
+
+_held = ProcessSetting(lambda: _set(_glibc(), _DURING), _undo)
+
+
 @contextmanager
 def reuse_freed_memory(enabled: bool = True):
     """While inside (re-entrant, thread-safe), freed blocks of up to 1 GiB stay in the process for reuse.
 
     `enabled` False: leave malloc alone (a run started by submitted code, e.g. a kernel module calling its
     kernel at import time: the sandbox's monitor would report the ctypes calls as the submission's)."""
-    global _active
-    lib = _glibc() if enabled else False
-    if not lib:
+    if not (enabled and _glibc()):
         yield
         return
-    with _lock:
-        if _active == 0:
-            _set(lib, _DURING)
-        _active += 1
-    try:
+    with _held.held():
         yield
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0:
-                _set(lib, _AFTER)
-                lib.malloc_trim(ctypes.c_size_t(0))

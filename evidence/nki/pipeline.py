@@ -29,6 +29,8 @@ from queue import SimpleQueue
 
 from threadpoolctl import ThreadpoolController
 
+from evidence.nki.process_setting import ProcessSetting
+
 _lock = threading.Lock()
 _blas: ThreadpoolController | None = None
 
@@ -56,8 +58,15 @@ def single_threaded_blas():
 
 
 _SWITCH_S = 0.0005
-_switch_users = 0
-_switch_before = 0.005
+_switch_before = [0.005]
+
+
+def _shorten_switch() -> None:
+    _switch_before[0] = sys.getswitchinterval()
+    sys.setswitchinterval(min(_SWITCH_S, _switch_before[0]))
+
+
+_short_switch = ProcessSetting(_shorten_switch, lambda: sys.setswitchinterval(_switch_before[0]))
 
 
 @contextmanager
@@ -67,22 +76,11 @@ def prompt_gil_handoff(workers: int):
     The simulating thread runs Python without pause while jobs are pending, and a worker needs the GIL
     back after every numpy call it makes (a product takes about 0.2 ms): with the default switch
     interval it would wait up to 5 ms each time, idle. Process-wide, so re-entrant and restored."""
-    global _switch_users, _switch_before
     if workers <= 0:
         yield
         return
-    with _lock:
-        if _switch_users == 0:
-            _switch_before = sys.getswitchinterval()
-            sys.setswitchinterval(min(_SWITCH_S, _switch_before))
-        _switch_users += 1
-    try:
+    with _short_switch.held():
         yield
-    finally:
-        with _lock:
-            _switch_users -= 1
-            if _switch_users == 0:
-                sys.setswitchinterval(_switch_before)
 
 
 class Job:

@@ -56,9 +56,9 @@ def test_malloc_settings_hold_for_nested_runs_and_end_with_the_last():
 
     with malloc.reuse_freed_memory():
         with malloc.reuse_freed_memory():
-            assert malloc._active == 2
-        assert malloc._active == 1  # the outer run keeps its settings
-    assert malloc._active == 0
+            assert malloc._held.users == 2
+        assert malloc._held.users == 1  # the outer run keeps its settings
+    assert malloc._held.users == 0
 
 
 MONITORED = r'''
