@@ -16,6 +16,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
+from evidence.nki.coverage import Coverage
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
 from evidence.nki.host_access import InputDigests, check_outputs
 from evidence.nki.dialect import BETA, STANDALONE
@@ -60,6 +61,7 @@ def _wrap(st: _state.State, a, index: int, mutable: bool):
     alloc.mutable = mutable or getattr(a, "mutable", False)
     alloc.name = f"argument {index}"
     alloc.lmask = np.zeros(alloc.shape, dtype=bool)
+    alloc.lcov = Coverage(0)
     return Tensor.whole(alloc)
 
 

@@ -135,12 +135,17 @@ class Recipe:
     """What an affine subscript's structure decides, whatever its start offsets: the grid, the tile
     shape, each index's steps and span, and how to cut the view (slices, or as_strided)."""
 
-    __slots__ = ("grid", "shape", "dropped", "steps", "lo", "hi", "slices")
+    __slots__ = ("grid", "shape", "dropped", "steps", "lo", "hi", "slices", "extents")
 
     def __init__(self, grid, shape, dropped, steps, lo, hi, slices) -> None:
         self.grid, self.shape, self.dropped = grid, shape, dropped
         self.steps, self.lo, self.hi = steps, lo, hi
         self.slices = slices  # per index: None (an integer) or (step, count); None when not sliceable
+        # per index, how many elements the view spans from its start when it is one box of the array
+        # (unit steps, evidence.nki.coverage); None when it is not
+        self.extents = None
+        if slices is not None and all(sl is None or sl[0] == 1 or sl[1] == 1 for sl in slices):
+            self.extents = tuple(1 if sl is None else sl[1] for sl in slices)
 
 
 _NO_VIEW = object()  # cached: this subscript's structure is never a view (self-overlapping)

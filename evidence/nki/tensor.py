@@ -19,7 +19,8 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki import access_pattern, dispatch, strided, undefined
+from evidence.nki import access_pattern, coverage, dispatch, strided, undefined
+from evidence.nki.coverage import Coverage
 from evidence.nki.errors import UnsupportedMethodError
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
@@ -36,7 +37,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
-                 "unwritten", "__weakref__")
+                 "unwritten", "cov", "lcov", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -69,6 +70,9 @@ class Alloc:
         self.data = data
         self.wmask = st.pages.zeros(shape, bool) if tracked else None
         self.unwritten = data.size if tracked else 0  # elements wmask still holds False for (None: recount)
+        # the boxes written so far (evidence.nki.coverage): O(1) answers beside wmask; lcov, beside lmask
+        self.cov = Coverage(pdim) if tracked else None
+        self.lcov = None
         self.held = 0
         if buffer in ONCHIP:
             per_part = dtypes.itemsize(dt)
@@ -94,7 +98,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut", "pstart", "producer")
+                 "reduce_op", "block", "cut", "pstart", "producer", "box")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -119,6 +123,7 @@ class Tensor(HostAccessGuard):
         # reads or writes this view (dispatch.partition_start); DMA transfers address any partition.
         self.pstart = None
         self.producer = None  # engine of the instruction that produced this fresh result
+        self.box = None  # the region of the allocation this view is, when it is one box (see region())
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -210,7 +215,7 @@ class Tensor(HostAccessGuard):
         if self.adv is None:
             data = self.data
             if self.wmask is not None and self.alloc.wmask is not None:
-                if self._check_init(self.wmask, mask):
+                if not self._covered() and self._check_init(self.wmask, mask):
                     data = undefined.fill(data, self.wmask)
             elif self.stamp is not None and self.alloc.param < 0:
                 self._check_init(self.stamp >= 0, mask)
@@ -236,7 +241,7 @@ class Tensor(HostAccessGuard):
         if self.adv is not None:
             return None
         if self.wmask is not None and self.alloc.wmask is not None:
-            if not self.wmask.all():
+            if not self._covered() and not self.wmask.all():
                 return None
         elif self.stamp is not None and self.alloc.param < 0 and not (self.stamp >= 0).all():
             return None
@@ -277,6 +282,22 @@ class Tensor(HostAccessGuard):
             m = full_mask(mask, self.shape).reshape(grid)
         return parent, _clip_masked(idx, parent.shape, m, grid), m, grid
 
+    def region(self) -> coverage.Box | None:
+        """This view as a box of its allocation (per axis [lo, hi)), or None when it is not one (or not known
+        cheaply: gathers, reshaped, transposed or strided views)."""
+        b = self.box
+        if b is None and self.adv is None and self.data is self.alloc.data and self.size:
+            b = self.box = coverage.whole(self.shape)
+        return b
+
+    def _covered(self) -> bool:
+        """Every element of this view was written (the allocation's boxes say so, without its mask)."""
+        cov = self.alloc.cov
+        if cov is None:
+            return False
+        box = self.region()
+        return box is not None and cov.covers(box)
+
     def _check_init(self, written: np.ndarray, mask) -> bool:
         """Record a read of undefined elements (within `mask`) as this instruction's origin; True if any."""
         ok = written if mask is None else (written | ~full_mask(mask, written.shape))
@@ -311,6 +332,8 @@ class Tensor(HostAccessGuard):
             if parent.wmask is not None and parent.alloc.wmask is not None:
                 parent.wmask[idx] = True
                 parent.alloc.unwritten = None  # duplicate indices: recount
+                if parent.alloc.cov is not None:
+                    parent.alloc.cov.irregular()
                 _settle(parent.alloc)
             if parent.stamp is not None:
                 _stamp(st, parent.alloc, parent.stamp, idx, None, accumulate)
@@ -424,10 +447,22 @@ class Tensor(HostAccessGuard):
         if self.wmask is None or self.alloc.wmask is None:
             return
         alloc = self.alloc
+        cov = alloc.cov
         if mask is None:
-            fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
-            self.wmask[...] = True
+            fresh_ = None
+            if cov is not None:
+                box = self.region()
+                if box is None:
+                    cov.irregular()
+                else:
+                    fresh_ = cov.add(box)
+            if fresh_ is None:
+                fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
+            if fresh_:
+                self.wmask[...] = True
         else:
+            if cov is not None:
+                cov.irregular()
             m = full_mask(mask, self.shape)
             fresh_ = np.count_nonzero(m & ~self.wmask)
             self.wmask[...] |= m
@@ -504,6 +539,7 @@ def _settle(alloc: Alloc) -> None:
         pages.mark_dense(alloc.data)  # a lazily mapped tensor written whole: zeroed in place for its next use
         pages.mark_dense(alloc.wmask)
         alloc.wmask = None
+        alloc.cov = None
 
 
 def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
@@ -652,6 +688,8 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
                None if t.stamp is None else a(t.stamp, rc, starts), None if t.lmask is None else a(t.lmask, rc, starts))
     v.block = t.block + _block_ints(key, dims, t.pdim)
     v.cut = (rc, t.data, tuple(starts))
+    if rc.extents is not None and t.data is t.alloc.data:
+        v.box = tuple((s, s + e) for s, e in zip(starts, rc.extents))
     return v
 
 
@@ -768,5 +806,27 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
     )
     v.block = t.block + _block_ints(key, shape, t.pdim) if t.pdim else t.block
     v.pstart = pstart
+    if t.data is t.alloc.data and data.size:
+        v.box = _basic_box(key, shape)
     return v
+
+
+def _basic_box(key: tuple, shape: tuple[int, ...]) -> tuple | None:
+    """The box of the allocation (of `shape`) a basic subscript (integers, slices) addresses, or None
+    when it is not one box (strided or reversed slices, new axes)."""
+    box = []
+    for k, n in zip(key, shape):
+        if type(k) is int:
+            box.append((k % n, k % n + 1))
+        elif type(k) is slice:
+            start, stop, step = k.indices(n)
+            if step != 1 or stop <= start:
+                return None
+            box.append((start, stop))
+        elif k is Ellipsis:
+            break
+        else:
+            return None
+    box.extend((0, n) for n in shape[len(box):])
+    return tuple(box)
 

@@ -22,14 +22,26 @@ def _hbm(st, x, op: str, arg: str) -> Tensor:
 
 def track_load(st, src: Tensor, mask) -> None:
     """Count bytes of an HBM tensor loaded more than once (per element, across the whole run)."""
+    cov = src.alloc.lcov  # the boxes loaded so far (evidence.nki.coverage): most loads need no mask count
     if src.adv is None:
         lm = src.lmask
         if lm is None:
             return
         if mask is None:
-            seen = np.count_nonzero(lm)
-            lm[...] = True
+            box = src.region() if cov is not None else None
+            fresh = None if box is None else cov.add(box)
+            if fresh is None:
+                if cov is not None and box is None:
+                    cov.irregular()
+                seen = np.count_nonzero(lm)
+                lm[...] = True
+            else:
+                seen = lm.size - fresh
+                if fresh:
+                    lm[...] = True
         else:
+            if cov is not None:
+                cov.irregular()
             m = full_mask(mask, lm.shape)
             seen = np.count_nonzero(lm & m)
             lm[...] |= m
@@ -37,6 +49,8 @@ def track_load(st, src: Tensor, mask) -> None:
         parent, idx, m, grid = src.locate(mask)
         if parent.lmask is None:
             return
+        if cov is not None:
+            cov.irregular()
         if m is not None:
             idx = tuple(np.broadcast_to(i, grid)[m] for i in idx)
         seen = np.count_nonzero(parent.lmask[idx])

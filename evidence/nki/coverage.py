@@ -1,0 +1,135 @@
+"""Written (or loaded) regions of an allocation as boxes, so the common checks cost O(1) per instruction.
+
+The allocation's boolean masks (`wmask`, `lmask`) stay the ground truth; a `Coverage` beside a mask
+records the rectangular regions ("boxes": per axis a half-open range [lo, hi) in allocation
+coordinates) that whole, unmasked writes through box-shaped views covered. It answers two questions
+without touching the mask:
+
+- `covers(box)`: is every element of this box already written? (then a read is defined, a load is
+  wholly redundant);
+- `add(box)`: how many elements of this box were not written before? Known when the box lies inside
+  a recorded box (0) or, while every write so far was a box (`exact`), when it overlaps no recorded
+  box (its volume). Otherwise None: the caller counts on the mask.
+
+The boxes only ever under-approximate what the mask holds (any write the boxes cannot describe —
+masked, gathered, reshaped views — clears `exact`), so a "yes" is always right and a "don't know"
+falls back to the masks. Boxes are grouped by their integer coordinates on the block dimensions
+(the axes before the partition dimension), and neighbours that together form a box are merged, so
+the tiles of one block written in halves or columns read back as one box.
+"""
+
+from __future__ import annotations
+
+Box = tuple  # ((lo, hi), ...) per allocation axis
+
+_MAX_BOXES = 16  # per block: past this, new boxes are not recorded (the masks answer)
+
+
+class Coverage:
+    __slots__ = ("nblock", "blocks", "wide", "exact")
+
+    def __init__(self, nblock: int) -> None:
+        self.nblock = nblock  # leading block dimensions a box is grouped by
+        self.blocks: dict[tuple, list] = {}  # block coordinates -> boxes within that block
+        self.wide: list = []  # boxes spanning several blocks
+        self.exact = True  # the recorded boxes are exactly the covered elements
+
+    def _key(self, box: Box) -> tuple | None:
+        """The block coordinates of a box inside one block, or None for a box spanning several blocks."""
+        key = []
+        for lo, hi in box[:self.nblock]:
+            if hi - lo != 1:
+                return None
+            key.append(lo)
+        return tuple(key)
+
+    def covers(self, box: Box) -> bool:
+        key = self._key(box)
+        group = None if key is None else self.blocks.get(key)
+        for boxes in (group, self.wide):
+            if boxes:
+                for b in boxes:
+                    if _inside(box, b):
+                        return True
+        return False
+
+    def irregular(self) -> None:
+        """A write the boxes cannot describe: the masks alone now know what is covered."""
+        self.exact = False
+
+    def add(self, box: Box) -> int | None:
+        """Record a whole write of `box`; the number of its elements not covered before, None if unknown."""
+        key = self._key(box)
+        group = None if key is None else self.blocks.setdefault(key, [])
+        for boxes in (group, self.wide):
+            if boxes:
+                for b in boxes:
+                    if _inside(box, b):
+                        return 0
+        fresh = None
+        if self.exact:
+            if group is None:
+                if not self.blocks or all(not g for g in self.blocks.values()):
+                    fresh = _volume(box) if all(_apart(box, b) for b in self.wide) else None
+            elif all(_apart(box, b) for b in group) and all(_apart(box, b) for b in self.wide):
+                fresh = _volume(box)
+        boxes = self.wide if group is None else group
+        if len(boxes) >= _MAX_BOXES:
+            self.exact = False  # covered elements the boxes no longer describe
+            return fresh
+        boxes[:] = [b for b in boxes if not _inside(b, box)]
+        merged = True
+        while merged:
+            merged = False
+            for i, b in enumerate(boxes):
+                joined = _join(box, b)
+                if joined is not None:
+                    box = joined
+                    del boxes[i]
+                    merged = True
+                    break
+        boxes.append(box)
+        return fresh
+
+
+def _inside(a: Box, b: Box) -> bool:
+    """Box a lies within box b."""
+    for (alo, ahi), (blo, bhi) in zip(a, b):
+        if alo < blo or ahi > bhi:
+            return False
+    return True
+
+
+def _apart(a: Box, b: Box) -> bool:
+    """Boxes a and b share no element."""
+    for (alo, ahi), (blo, bhi) in zip(a, b):
+        if ahi <= blo or bhi <= alo:
+            return True
+    return False
+
+
+def _join(a: Box, b: Box) -> Box | None:
+    """The box a and b form together when they match on every axis but one, where they touch or overlap."""
+    axis = -1
+    for i, (ra, rb) in enumerate(zip(a, b)):
+        if ra != rb:
+            if axis >= 0:
+                return None
+            axis = i
+    if axis < 0:
+        return a
+    (alo, ahi), (blo, bhi) = a[axis], b[axis]
+    if ahi < blo or bhi < alo:
+        return None
+    return a[:axis] + ((min(alo, blo), max(ahi, bhi)),) + a[axis + 1:]
+
+
+def _volume(box: Box) -> int:
+    n = 1
+    for lo, hi in box:
+        n *= hi - lo
+    return n
+
+
+def whole(shape: tuple[int, ...]) -> Box:
+    return tuple((0, n) for n in shape)
