@@ -71,7 +71,7 @@ class Alloc:
         self.wmask = st.pages.zeros(shape, bool) if tracked else None
         self.unwritten = data.size if tracked else 0  # elements wmask still holds False for (None: recount)
         # the boxes written so far (evidence.nki.coverage): O(1) answers beside wmask; lcov, beside lmask
-        self.cov = Coverage(pdim) if tracked else None
+        self.cov = Coverage(pdim, self.wmask, lazy=True) if tracked else None
         self.lcov = None
         self.held = 0
         if buffer in ONCHIP:
@@ -214,8 +214,9 @@ class Tensor(HostAccessGuard):
             self.alloc.state.pipeline.settle(reads=(self.alloc,))
         if self.adv is None:
             data = self.data
-            if self.wmask is not None and self.alloc.wmask is not None:
-                if not self._covered() and self._check_init(self.wmask, mask):
+            if self.wmask is not None and self.alloc.wmask is not None and not self._covered():
+                _sync(self.alloc)
+                if self._check_init(self.wmask, mask):
                     data = undefined.fill(data, self.wmask)
             elif self.stamp is not None and self.alloc.param < 0:
                 self._check_init(self.stamp >= 0, mask)
@@ -225,6 +226,7 @@ class Tensor(HostAccessGuard):
         parent, idx, m, _ = self.locate(mask)
         data = parent.data[idx]
         if parent.wmask is not None and parent.alloc.wmask is not None:
+            _sync(parent.alloc)
             written = parent.wmask[idx]
             if self._check_init(written, m):
                 data = undefined.fill(data, written)
@@ -241,8 +243,10 @@ class Tensor(HostAccessGuard):
         if self.adv is not None:
             return None
         if self.wmask is not None and self.alloc.wmask is not None:
-            if not self._covered() and not self.wmask.all():
-                return None
+            if not self._covered():
+                _sync(self.alloc)
+                if not self.wmask.all():
+                    return None
         elif self.stamp is not None and self.alloc.param < 0 and not (self.stamp >= 0).all():
             return None
         if self.alloc.origin is not None:
@@ -330,10 +334,10 @@ class Tensor(HostAccessGuard):
             if not st.trace_only:
                 parent.data[idx] = dtypes.cast(value, self.dtype)
             if parent.wmask is not None and parent.alloc.wmask is not None:
-                parent.wmask[idx] = True
-                parent.alloc.unwritten = None  # duplicate indices: recount
                 if parent.alloc.cov is not None:
                     parent.alloc.cov.irregular()
+                parent.wmask[idx] = True
+                parent.alloc.unwritten = None  # duplicate indices: recount
                 _settle(parent.alloc)
             if parent.stamp is not None:
                 _stamp(st, parent.alloc, parent.stamp, idx, None, accumulate)
@@ -368,10 +372,14 @@ class Tensor(HostAccessGuard):
     def defined_mask(self) -> np.ndarray | None:
         """Which elements of this view hold defined values (None: all of them)."""
         if self.adv is None:
-            return self.wmask if self.wmask is not None and self.alloc.wmask is not None else None
+            if self.wmask is None or self.alloc.wmask is None:
+                return None
+            _sync(self.alloc)
+            return self.wmask
         parent, idx, _, _ = self.locate()
         if parent.wmask is None or parent.alloc.wmask is None:
             return None
+        _sync(parent.alloc)
         return parent.wmask[idx].reshape(self.shape)
 
     def receive(self, result: Tensor, accumulate=False) -> None:
@@ -449,16 +457,18 @@ class Tensor(HostAccessGuard):
         alloc = self.alloc
         cov = alloc.cov
         if mask is None:
-            fresh_ = None
-            if cov is not None:
-                box = self.region()
-                if box is None:
+            box = self.region() if cov is not None else None
+            if box is not None:
+                fresh_ = cov.count(box)
+                if fresh_ is None:
+                    cov.sync()
+                    fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
+                if fresh_:
+                    cov.record(box)  # paints the mask unless painting is deferred
+            else:
+                if cov is not None:
                     cov.irregular()
-                else:
-                    fresh_ = cov.add(box)
-            if fresh_ is None:
                 fresh_ = self.wmask.size - np.count_nonzero(self.wmask)
-            if fresh_:
                 self.wmask[...] = True
         else:
             if cov is not None:
@@ -537,9 +547,16 @@ def _settle(alloc: Alloc) -> None:
     if alloc.unwritten <= 0:
         pages = alloc.state.pages
         pages.mark_dense(alloc.data)  # a lazily mapped tensor written whole: zeroed in place for its next use
-        pages.mark_dense(alloc.wmask)
+        if alloc.cov is None or alloc.cov.painted:  # a mask never painted holds untouched zero pages
+            pages.mark_dense(alloc.wmask)
         alloc.wmask = None
         alloc.cov = None
+
+
+def _sync(alloc: Alloc) -> None:
+    """Before reading or changing an allocation's written-element mask: paint the boxes it defers."""
+    if alloc.cov is not None:
+        alloc.cov.sync()
 
 
 def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:

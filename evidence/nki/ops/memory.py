@@ -29,7 +29,7 @@ def track_load(st, src: Tensor, mask) -> None:
             return
         if mask is None:
             box = src.region() if cov is not None else None
-            fresh = None if box is None else cov.add(box)
+            fresh = None if box is None else cov.count(box)
             if fresh is None:
                 if cov is not None and box is None:
                     cov.irregular()
@@ -37,8 +37,8 @@ def track_load(st, src: Tensor, mask) -> None:
                 lm[...] = True
             else:
                 seen = lm.size - fresh
-                if fresh:
-                    lm[...] = True
+            if box is not None and fresh != 0:
+                cov.record(box)  # marks lmask too
         else:
             if cov is not None:
                 cov.irregular()
