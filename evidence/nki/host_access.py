@@ -82,6 +82,13 @@ def note_host_operand(x) -> None:
                        "instruction: its values were computed on the host, not with NKI instructions", "high")
 
 
+def _loaded(alloc) -> bool:
+    """Some element of an input allocation was loaded (its lmask, with the boxes it defers painted)."""
+    if alloc.lcov is not None:
+        alloc.lcov.sync()
+    return bool(alloc.lmask.any())
+
+
 def check_outputs(st, returned: tuple, params: list, is_tensor, kernel_site: tuple[str | None, int]) -> None:
     """Findings for returned values that are not HBM tensors the kernel wrote, and for outputs
     computed without reading any input tensor (a pre-computed constant)."""
@@ -94,7 +101,7 @@ def check_outputs(st, returned: tuple, params: list, is_tensor, kernel_site: tup
             st.finding(HOST_COMPUTE, f"output {i} is a tensor the kernel did not create with an NKI allocation "
                        "(its data came from the host)", "high", at=kernel_site)
     inputs = [p for p in params if is_tensor(p) and p.alloc.lmask is not None]
-    if returned and inputs and not st.trace_only and not any(p.alloc.lmask.any() for p in inputs):
+    if returned and inputs and not st.trace_only and not any(_loaded(p.alloc) for p in inputs):
         st.finding(HOST_COMPUTE, "the kernel's outputs were produced without reading any element of its input "
                    "tensors: a pre-computed constant, not a computation", "high", at=kernel_site)
 

@@ -117,6 +117,9 @@ class IndexExpr:
         return IndexExpr(self.a[key], True, None if lifted is None else lifted[0])
 
     def _bin(self, other: object, fn, reverse: bool = False) -> IndexExpr:
+        if type(other) is int and fn is np.add and self.form is not None:
+            # `i * 128 + nl.arange(128)[:, None]`, the compiler-style hot path: only the start moves
+            return IndexExpr(None, self.lifted, (self.form[0] + other, self.form[1]), self.shape)
         lifted = self.lifted and getattr(other, "lifted", True)
         if self.form is not None and fn in _AFFINE_FNS:
             h = other.form if isinstance(other, IndexExpr) else _int_form(other)
@@ -274,7 +277,7 @@ def full_mask(mask: np.ndarray, shape) -> np.ndarray:
 
 def arange(*args: int) -> IndexExpr:
     """nl.arange(stop) or nl.arange(start, stop[, step]): a 1-D index that must be lifted to 2-D."""
-    key = tuple(int(x) for x in args)
+    key = args if len(args) == 1 and type(args[0]) is int else tuple(int(x) for x in args)
     expr = _ARANGES.get(key)
     if expr is None:  # shared: index expressions are immutable, and kernels build the same ones per iteration
         r = range(*key)

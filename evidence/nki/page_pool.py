@@ -17,6 +17,7 @@ ctypes: the sandbox's monitor reports ctypes calls made while submitted code is 
 
 from __future__ import annotations
 
+import math
 import mmap
 import sys
 
@@ -61,7 +62,7 @@ class PagePool:
 
     def zeros(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(int(n) for n in shape) * dtype.itemsize
         if nbytes < LAZY_BYTES:
             return np.zeros(shape, dtype=dtype)
         m = self._reuse(nbytes)

@@ -61,7 +61,7 @@ def _wrap(st: _state.State, a, index: int, mutable: bool):
     alloc.mutable = mutable or getattr(a, "mutable", False)
     alloc.name = f"argument {index}"
     alloc.lmask = np.zeros(alloc.shape, dtype=bool)
-    alloc.lcov = Coverage(0, alloc.lmask)
+    alloc.lcov = Coverage(0, alloc.lmask, lazy=True)
     return Tensor.whole(alloc)
 
 

@@ -203,17 +203,26 @@ def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
     return Recipe(tuple(grid), tuple(shape), dropped, tuple(steps), lo, hi, slices)
 
 
-def cut(arr: np.ndarray, rc: Recipe, starts: tuple[int, ...]) -> np.ndarray:
-    """The view of `arr` that recipe `rc` addresses from `starts`, shaped like the tile."""
+def cut_key(rc: Recipe, starts) -> tuple | None:
+    """The numpy subscript that cuts recipe `rc`'s view from `starts` (None: the view needs as_strided).
+    Built once per access and applied to the data and each bookkeeping array alike (`cut`)."""
+    if rc.slices is None:
+        return None
+    key = []
+    for start, sl in zip(starts, rc.slices):
+        if sl is None:
+            key.append(start)
+        else:
+            stop = start + sl[0] * sl[1]
+            key.append(slice(start, stop if stop >= 0 else None, sl[0]))
+    return tuple(key)
+
+
+def cut(arr: np.ndarray, rc: Recipe, starts, key: tuple | None = None) -> np.ndarray:
+    """The view of `arr` that recipe `rc` addresses from `starts`, shaped like the tile; `key` is
+    `cut_key(rc, starts)` when the caller has it."""
     if rc.slices is not None:
-        key = []
-        for start, sl in zip(starts, rc.slices):
-            if sl is None:
-                key.append(start)
-            else:
-                stop = start + sl[0] * sl[1]
-                key.append(slice(start, stop if stop >= 0 else None, sl[0]))
-        v = arr[tuple(key)]
+        v = arr[cut_key(rc, starts) if key is None else key]
         if v.shape != rc.grid:
             v = v.reshape(rc.grid)
     else:

@@ -616,7 +616,7 @@ def index(t: Tensor, key) -> Tensor:
     """t[key]: numpy-style basic views, or a lazy advanced access (REFERENCE §3.2)."""
     if not isinstance(key, tuple):
         key = (key,)
-    if key and all(isinstance(k, MaskExpr) for k in key):
+    if key and isinstance(key[0], MaskExpr) and all(isinstance(k, MaskExpr) for k in key):
         # operand masking, `nl.matmul(x[i_f < 64], ...)`: the same view, with the elements it may use
         m = key[0].a
         for k in key[1:]:
@@ -701,9 +701,14 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
         if start + lo < 0 or start + hi >= n:
             return None  # out of range: a mask may make it legal (the general path's lazy gather)
     a = strided.cut
-    v = Tensor(t.alloc, a(t.data, rc, starts), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts),
-               None if t.stamp is None else a(t.stamp, rc, starts), None if t.lmask is None else a(t.lmask, rc, starts))
-    v.block = t.block + _block_ints(key, dims, t.pdim)
+    ck = strided.cut_key(rc, starts)
+    v = Tensor(t.alloc, a(t.data, rc, starts, ck), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts, ck),
+               None if t.stamp is None else a(t.stamp, rc, starts, ck),
+               None if t.lmask is None else a(t.lmask, rc, starts, ck))
+    if t.pdim:
+        v.block = t.block + _block_ints(key, dims, t.pdim)
+    else:
+        v.block = t.block
     v.cut = (rc, t.data, tuple(starts))
     if rc.extents is not None and t.data is t.alloc.data:
         v.box = tuple((s, s + e) for s, e in zip(starts, rc.extents))

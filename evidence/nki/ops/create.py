@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from evidence.nki import dtypes
@@ -65,7 +67,7 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
                 "compiler allocates them per iteration)", "low", once_per_code=True,
             )
         if buf == "psum":
-            per_tile = dtypes.itemsize(dt) * int(np.prod(shape[pdim + 1:]))
+            per_tile = dtypes.itemsize(dt) * int(math.prod(shape[pdim + 1:]))
             # v4 matmuls write up to 4096 fp32 columns: a tile may span the partition's 8 banks
             limit, held = (8 * PSUM_FMAX_BYTES, "8 banks") if st.nc_version >= 4 else (PSUM_FMAX_BYTES, "one bank, 512 fp32")
             if per_tile > limit:
@@ -76,7 +78,10 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
                 )
         data = None
         if init is not None and not st.trace_only:
-            data = np.full(shape, init, dtype=dtypes.storage(dt))
+            if type(init) in (int, float) and init == 0 and math.copysign(1.0, init) > 0:
+                data = np.zeros(shape, dtype=dtypes.storage(dt))  # calloc: no separate fill pass
+            else:
+                data = np.full(shape, init, dtype=dtypes.storage(dt))
         alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
         return Tensor.whole(alloc)
     # HBM

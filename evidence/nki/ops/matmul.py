@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from evidence.nki import dtypes
@@ -44,7 +46,7 @@ def _plan(st, op: str, stat, mov, kt: int, m: int, n_shape: tuple, k_mov: int) -
     c = Call(op, "tensor")
     c.ins = [stat, mov]
     c.out = c.result = fresh(st, (m,) + tuple(n_shape), dtypes.float32, "psum")
-    n = int(np.prod(n_shape)) if n_shape else 1
+    n = int(math.prod(n_shape))
     c.flops = 2 * kt * m * n
     c.partitions = kt
     c.elements = m * n

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from evidence.nki import dtypes
@@ -31,8 +33,11 @@ def track_load(st, src: Tensor, mask) -> None:
             box = src.region() if cov is not None else None
             fresh = None if box is None else cov.count(box)
             if fresh is None:
-                if cov is not None and box is None:
-                    cov.irregular()
+                if cov is not None:
+                    if box is None:
+                        cov.irregular()
+                    else:
+                        cov.sync()  # the mask counts: bring it up to date first
                 seen = np.count_nonzero(lm)
                 lm[...] = True
             else:
@@ -63,8 +68,8 @@ def fit(st, v: np.ndarray | None, vshape, shape, op: str):
     vshape, shape = tuple(vshape), tuple(shape)
     if vshape == shape:
         return v
-    n = int(np.prod(vshape)) if vshape else 1
-    if n == int(np.prod(shape)) and n > 1:
+    n = int(math.prod(vshape))
+    if n == int(math.prod(shape)) and n > 1:
         return None if v is None else v.reshape(shape)
     # Index grids from a higher-rank mgrid leave trailing unit axes ([1, F, 1] for a [1, F] access):
     # try the source without them too.
