@@ -16,7 +16,6 @@ import numpy as np
 from evidence.nki import state as _state
 from evidence.nki.accumulation import COPY_OPS, is_addition
 from evidence.nki.errors import UnsupportedOpError
-from evidence.nki.trace import TraceEvent
 
 _BUF_SLOT = {"hbm": 0, "shared_hbm": 0, "private_hbm": 0, "sbuf": 1, "psum": 2}
 _HBM = ("hbm", "shared_hbm", "private_hbm")
@@ -237,12 +236,9 @@ def _record(st, op, c: Call, redundant: int = 0) -> None:
         run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
     else:
         rd, wr, run = (), None, 0
-    rec.add(
-        TraceEvent(
-            c.op, c.engine, line, tuple(t.shape for t in c.ins) + (shape,),
-            "" if dt is None else _dtype_name(dt), parts, elements,
-            (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2]), float(cycles), c.flops,
-            rd, wr, run, redundant, file,
-        )
-    )
+    shapes = [t.shape for t in c.ins]
+    shapes.append(shape)
+    rec.record(c.op, c.engine, line, tuple(shapes), "" if dt is None else _dtype_name(dt), parts, elements,
+               (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2]), float(cycles), c.flops,
+               rd, wr, run, redundant, file)
 

@@ -80,40 +80,44 @@ class Aggregate:
     reduce_len: float = 0.0  # longest free-axis reduction (elements in per element out)
 
     def add(self, ev: TraceEvent) -> None:
-        eng = ev.engine
+        self.count(ev.op, ev.engine, ev.file, ev.line, ev.shapes, ev.dtype, ev.partitions, ev.elements, ev.reads,
+                   ev.writes, ev.cycles, ev.flops, ev.redundant)
+
+    def count(self, op: str, eng: str, file, line: int, shapes: tuple, dtype: str, partitions: int, elements: int,
+              r: tuple, w: tuple, cycles: float, flops: int, redundant: int) -> None:
+        """`add` from the event's fields: a run that keeps no trace builds no event."""
         self.instr[eng] += 1
-        self.elements[eng] += ev.elements
-        self.cycles[eng] += ev.cycles
-        r, w = ev.reads, ev.writes
+        self.elements[eng] += elements
+        self.cycles[eng] += cycles
         self.reads[0] += r[0]
         self.reads[1] += r[1]
         self.reads[2] += r[2]
         self.writes[0] += w[0]
         self.writes[1] += w[1]
         self.writes[2] += w[2]
-        self.flops += ev.flops
-        at = self.lines.get((ev.file, ev.line))
+        self.flops += flops
+        at = self.lines.get((file, line))
         if at is None:
-            at = self.lines[(ev.file, ev.line)] = [eng, 0, 0, 1 << 30, 0.0, 0, 0, 0, 0, 0]
+            at = self.lines[(file, line)] = [eng, 0, 0, 1 << 30, 0.0, 0, 0, 0, 0, 0]
         if eng == "dma":
             moved = max(r[0] + r[1] + r[2], w[0] + w[1] + w[2])
             self.dma_count += 1
             self.dma_bytes += moved
             bucket = 1 << max(moved - 1, 0).bit_length()
             self.dma_hist[bucket] = self.dma_hist.get(bucket, 0) + 1
-            if moved < SMALL_DMA_BYTES_PER_PARTITION * max(ev.partitions, 1):
+            if moved < SMALL_DMA_BYTES_PER_PARTITION * max(partitions, 1):
                 self.dma_small += 1
-            self.dma_partition_sum += ev.partitions
+            self.dma_partition_sum += partitions
             at[6] += 1
             at[7] += moved
-            at[8] += ev.redundant
-            at[9] += ev.partitions
+            at[8] += redundant
+            at[9] += partitions
         else:
-            parts = ev.partitions
-            out = ev.shapes[-1] if ev.shapes else ()
+            parts = partitions
+            out = shapes[-1] if shapes else ()
             # TensorE streams the moving operand's columns through all K partitions: its free size is the
             # output's last axis (elements / K would count a [1, 512] ones-matmul as 4 per partition).
-            free = out[-1] if eng == "tensor" and out else ev.elements / (parts or 1)
+            free = out[-1] if eng == "tensor" and out else elements / (parts or 1)
             self.partition_sum += parts
             self.compute_instr += 1
             self.free_sum += free
@@ -125,14 +129,14 @@ class Aggregate:
             if free <= TINY_FREE_ELEMENTS:
                 self.tiny_instr += 1
                 at[5] += 1
-            if ev.op in REDUCE_OPS and len(ev.shapes) >= 2:
-                n_in, n_out = _free(ev.shapes[0]), _free(ev.shapes[-1])
+            if op in REDUCE_OPS and len(shapes) >= 2:
+                n_in, n_out = _free(shapes[0]), _free(shapes[-1])
                 if n_in > n_out * self.reduce_len:
                     self.reduce_len = n_in / max(n_out, 1)
-            elif ev.op in SCAN_OPS and ev.shapes:
-                self.reduce_len = max(self.reduce_len, float(_free(ev.shapes[0])))
-        if ev.dtype:
-            self.dtypes.add(ev.dtype)
+            elif op in SCAN_OPS and shapes:
+                self.reduce_len = max(self.reduce_len, float(_free(shapes[0])))
+        if dtype:
+            self.dtypes.add(dtype)
 
 
 def _free(shape: tuple) -> int:
@@ -161,3 +165,13 @@ class Recorder:
         if self.keep:
             self.events.append(ev)
         self.agg.add(ev)
+
+    def record(self, op: str, engine: str, line: int, shapes: tuple, dtype: str, partitions: int, elements: int,
+               reads: tuple, writes: tuple, cycles: float, flops: int, rd: tuple, wr, run: int, redundant: int,
+               file) -> None:
+        """`add(TraceEvent(...))`, building the event only when the trace is kept."""
+        if self.keep:
+            self.events.append(TraceEvent(op, engine, line, shapes, dtype, partitions, elements, reads, writes, cycles,
+                                          flops, rd, wr, run, redundant, file))
+        self.agg.count(op, engine, file, line, shapes, dtype, partitions, elements, reads, writes, cycles, flops,
+                       redundant)
