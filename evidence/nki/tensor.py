@@ -98,7 +98,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut", "pstart", "producer", "box")
+                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -124,6 +124,7 @@ class Tensor(HostAccessGuard):
         self.pstart = None
         self.producer = None  # engine of the instruction that produced this fresh result
         self.box = None  # the region of the allocation this view is, when it is one box (see region())
+        self.views = None  # the fast path's views cut from this tensor: (recipe, starts) -> what to build them from
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -697,22 +698,35 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
     if rc is None:
         return None
     starts.extend([0] * (len(rc.steps) - len(starts)))  # the un-indexed trailing axes start at 0
-    for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
-        if start + lo < 0 or start + hi >= n:
-            return None  # out of range: a mask may make it legal (the general path's lazy gather)
-    a = strided.cut
-    ck = strided.cut_key(rc, starts)
-    v = Tensor(t.alloc, a(t.data, rc, starts, ck), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts, ck),
-               None if t.stamp is None else a(t.stamp, rc, starts, ck),
-               None if t.lmask is None else a(t.lmask, rc, starts, ck))
-    if t.pdim:
-        v.block = t.block + _block_ints(key, dims, t.pdim)
-    else:
-        v.block = t.block
-    v.cut = (rc, t.data, tuple(starts))
-    if rc.extents is not None and t.data is t.alloc.data:
-        v.box = tuple((s, s + e) for s, e in zip(starts, rc.extents))
+    at = (rc, tuple(starts))
+    # Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per
+    # output tile): the views cut before are kept on the tensor, valid while its arrays are the same.
+    views = t.views
+    made = None if views is None else views.get(at)
+    if made is None or made[0] is not t.data or made[1] is not t.wmask:
+        for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
+            if start + lo < 0 or start + hi >= n:
+                return None  # out of range: a mask may make it legal (the general path's lazy gather)
+        a = strided.cut
+        ck = strided.cut_key(rc, starts)
+        block = t.block + _block_ints(key, dims, t.pdim) if t.pdim else t.block
+        box = None
+        if rc.extents is not None and t.data is t.alloc.data:
+            box = tuple((s, s + e) for s, e in zip(starts, rc.extents))
+        made = (t.data, t.wmask, a(t.data, rc, starts, ck), None if t.wmask is None else a(t.wmask, rc, starts, ck),
+                None if t.stamp is None else a(t.stamp, rc, starts, ck),
+                None if t.lmask is None else a(t.lmask, rc, starts, ck), block, box)
+        if views is None or len(views) >= _VIEWS_KEPT:
+            views = t.views = {}
+        views[at] = made
+    v = Tensor(t.alloc, made[2], rc.shape, 0, made[3], made[4], made[5])
+    v.block = made[6]
+    v.box = made[7]
+    v.cut = (rc, t.data, at[1])
     return v
+
+
+_VIEWS_KEPT = 64  # fast-path views kept per tensor
 
 
 def _advanced(t: Tensor, comps: list, forms: list | None = None) -> Tensor:
