@@ -56,10 +56,15 @@ class Coverage:
 
     def covers(self, box: Box) -> bool:
         """Every element of `box` is covered."""
-        for boxes in self._candidates(box):
-            for b in boxes:
+        key = self._key(box)
+        group = None if key is None else self.blocks.get(key)
+        if group:
+            for b in group:
                 if _inside(box, b):
                     return True
+        for b in self.wide:
+            if _inside(box, b):
+                return True
         return False
 
     def count(self, box: Box) -> int | None:

@@ -19,7 +19,7 @@ MOVING_FMAX_V4 = 4096  # REFERENCE §2: NeuronCore-v4 streams up to 4096 moving 
 
 def moving_fmax(st) -> int:
     return MOVING_FMAX_V4 if st.nc_version >= 4 else MOVING_FMAX
-_FP32ISH = ("float32", "tfloat32")
+_FP32ISH = frozenset(("float32", "tfloat32"))
 
 
 def _limit(st, x, dim: int, limit: int, op: str, arg: str, size: int | None = None) -> None:
@@ -38,7 +38,7 @@ def _plan(st, op: str, stat, mov, kt: int, m: int, n_shape: tuple, k_mov: int) -
             f"'{op}' contraction sizes differ: stationary K={kt} vs moving K={k_mov} (K lives on the partition axis)",
         )
     names = {dtypes.name(stat.dtype), dtypes.name(mov.dtype)}
-    if names & set(_FP32ISH) and not names <= set(_FP32ISH):
+    if names & _FP32ISH and not names <= _FP32ISH:
         st.finding(
             "matmul_mixed_fp32_dtypes",
             f"'{op}' mixes {sorted(names)}: if either operand is fp32/tf32 the other must be too", "medium",
@@ -50,7 +50,7 @@ def _plan(st, op: str, stat, mov, kt: int, m: int, n_shape: tuple, k_mov: int) -
     c.flops = 2 * kt * m * n
     c.partitions = kt
     c.elements = m * n
-    c.p["fp32"] = bool(names & set(_FP32ISH))
+    c.p["fp32"] = bool(names & _FP32ISH)
     return c
 
 
