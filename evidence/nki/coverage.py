@@ -2,7 +2,7 @@
 
 The allocation's boolean masks (`wmask`, `lmask`) stay the ground truth; a `Coverage` beside a mask
 records the rectangular regions ("boxes": per axis a half-open range [lo, hi) in allocation
-coordinates) that whole, unmasked writes through box-shaped views covered. It answers two questions
+coordinates, kept as the tuples (lo, hi)) that whole, unmasked writes through box-shaped views covered. It answers two questions
 without touching the mask:
 
 - `covers(box)`: is every element of this box already written? (then a read is defined, a load is
@@ -22,7 +22,11 @@ the tiles of one block written in halves or columns read back as one box.
 
 from __future__ import annotations
 
-Box = tuple  # ((lo, hi), ...) per allocation axis
+import math
+from operator import ge, le, sub
+
+# (lo, hi): per allocation axis, the box spans lo[i] <= index < hi[i]; boxes are never empty
+Box = tuple
 
 _MAX_BOXES = 16  # per block: past this, new boxes are not recorded (the masks answer)
 
@@ -42,28 +46,23 @@ class Coverage:
 
     def _key(self, box: Box) -> tuple | None:
         """The block coordinates of a box inside one block, or None for a box spanning several blocks."""
-        key = []
-        for lo, hi in box[:self.nblock]:
-            if hi - lo != 1:
-                return None
-            key.append(lo)
-        return tuple(key)
-
-    def _candidates(self, box: Box):
-        key = self._key(box)
-        group = None if key is None else self.blocks.get(key)
-        return (group, self.wide) if group else (self.wide,)
+        n = self.nblock
+        lo = box[0][:n]
+        if n and sum(box[1][:n]) - sum(lo) != n:  # boxes are not empty: every extent is at least 1
+            return None
+        return lo
 
     def covers(self, box: Box) -> bool:
         """Every element of `box` is covered."""
         key = self._key(box)
         group = None if key is None else self.blocks.get(key)
+        lo, hi = box
         if group:
             for b in group:
-                if _inside(box, b):
+                if all(map(ge, lo, b[0])) and all(map(le, hi, b[1])):
                     return True
         for b in self.wide:
-            if _inside(box, b):
+            if all(map(ge, lo, b[0])) and all(map(le, hi, b[1])):
                 return True
         return False
 
@@ -74,13 +73,15 @@ class Coverage:
             return 0
         if not self.exact:
             return None
-        if self._key(box) is None and any(self.blocks.values()):
+        key = self._key(box)
+        if key is None and any(self.blocks.values()):
             return None  # a box across blocks: the blocks' boxes are not searched
-        for boxes in self._candidates(box):
+        group = None if key is None else self.blocks.get(key)
+        for boxes in (group or (), self.wide):
             for b in boxes:
                 if not _apart(box, b):
                     return None
-        return _volume(box)
+        return math.prod(map(sub, box[1], box[0]))
 
     def sync(self) -> None:
         """Bring the mask up to date with every recorded box."""
@@ -120,47 +121,36 @@ class Coverage:
         boxes.append(box)
 
     def _paint(self, box: Box) -> None:
-        self.mask[tuple(slice(lo, hi) for lo, hi in box)] = True
+        self.mask[tuple(map(slice, box[0], box[1]))] = True
 
 
 def _inside(a: Box, b: Box) -> bool:
     """Box a lies within box b."""
-    for (alo, ahi), (blo, bhi) in zip(a, b):
-        if alo < blo or ahi > bhi:
-            return False
-    return True
+    return all(map(ge, a[0], b[0])) and all(map(le, a[1], b[1]))
 
 
 def _apart(a: Box, b: Box) -> bool:
     """Boxes a and b share no element."""
-    for (alo, ahi), (blo, bhi) in zip(a, b):
-        if ahi <= blo or bhi <= alo:
-            return True
-    return False
+    return any(map(le, a[1], b[0])) or any(map(le, b[1], a[0]))
 
 
 def _join(a: Box, b: Box) -> Box | None:
     """The box a and b form together when they match on every axis but one, where they touch or overlap."""
+    (alo, ahi), (blo, bhi) = a, b
     axis = -1
-    for i, (ra, rb) in enumerate(zip(a, b)):
-        if ra != rb:
+    for i in range(len(alo)):
+        if alo[i] != blo[i] or ahi[i] != bhi[i]:
             if axis >= 0:
                 return None
             axis = i
     if axis < 0:
         return a
-    (alo, ahi), (blo, bhi) = a[axis], b[axis]
-    if ahi < blo or bhi < alo:
+    if ahi[axis] < blo[axis] or bhi[axis] < alo[axis]:
         return None
-    return a[:axis] + ((min(alo, blo), max(ahi, bhi)),) + a[axis + 1:]
-
-
-def _volume(box: Box) -> int:
-    n = 1
-    for lo, hi in box:
-        n *= hi - lo
-    return n
+    lo = alo[:axis] + (min(alo[axis], blo[axis]),) + alo[axis + 1:]
+    hi = ahi[:axis] + (max(ahi[axis], bhi[axis]),) + ahi[axis + 1:]
+    return lo, hi
 
 
 def whole(shape: tuple[int, ...]) -> Box:
-    return tuple((0, n) for n in shape)
+    return (0,) * len(shape), tuple(shape)

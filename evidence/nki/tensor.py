@@ -15,6 +15,8 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
+from operator import add
+
 import numpy as np
 
 from evidence.nki import dtypes
@@ -712,7 +714,7 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
         block = t.block + _block_ints(key, dims, t.pdim) if t.pdim else t.block
         box = None
         if rc.extents is not None and t.data is t.alloc.data:
-            box = tuple((s, s + e) for s, e in zip(starts, rc.extents))
+            box = (at[1], tuple(map(add, at[1], rc.extents)))
         made = (t.data, t.wmask, a(t.data, rc, starts, ck), None if t.wmask is None else a(t.wmask, rc, starts, ck),
                 None if t.stamp is None else a(t.stamp, rc, starts, ck),
                 None if t.lmask is None else a(t.lmask, rc, starts, ck), block, box)
@@ -850,19 +852,21 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
 def _basic_box(key: tuple, shape: tuple[int, ...]) -> tuple | None:
     """The box of the allocation (of `shape`) a basic subscript (integers, slices) addresses, or None
     when it is not one box (strided or reversed slices, new axes)."""
-    box = []
+    lo, hi = [], []
     for k, n in zip(key, shape):
         if type(k) is int:
-            box.append((k % n, k % n + 1))
+            lo.append(k % n)
+            hi.append(k % n + 1)
         elif type(k) is slice:
             start, stop, step = k.indices(n)
             if step != 1 or stop <= start:
                 return None
-            box.append((start, stop))
+            lo.append(start)
+            hi.append(stop)
         elif k is Ellipsis:
             break
         else:
             return None
-    box.extend((0, n) for n in shape[len(box):])
-    return tuple(box)
+    rest = shape[len(lo):]
+    return tuple(lo) + (0,) * len(rest), tuple(hi) + tuple(rest)
 

@@ -23,43 +23,48 @@ A = RNG.standard_normal((256, 512)).astype(np.float32)
 
 # --- the boxes themselves ------------------------------------------------------------------------
 
+def B(*ranges):
+    """A box from per-axis (lo, hi) ranges."""
+    return tuple(r[0] for r in ranges), tuple(r[1] for r in ranges)
+
+
 def test_disjoint_boxes_count_their_volume_and_contained_ones_nothing():
     mask = np.zeros((2, 8, 8), bool)
     cov = Coverage(1, mask)
-    assert cov.count(((0, 1), (0, 8), (0, 4))) == 32
-    cov.record(((0, 1), (0, 8), (0, 4)))
+    assert cov.count(B((0, 1), (0, 8), (0, 4))) == 32
+    cov.record(B((0, 1), (0, 8), (0, 4)))
     assert mask.sum() == 32  # painted at once unless lazy
-    assert cov.count(((0, 1), (0, 4), (0, 2))) == 0
-    assert cov.count(((1, 2), (0, 8), (0, 4))) == 32  # another block
-    assert cov.count(((0, 1), (0, 8), (2, 6))) is None  # partial overlap: the mask must count
+    assert cov.count(B((0, 1), (0, 4), (0, 2))) == 0
+    assert cov.count(B((1, 2), (0, 8), (0, 4))) == 32  # another block
+    assert cov.count(B((0, 1), (0, 8), (2, 6))) is None  # partial overlap: the mask must count
 
 
 def test_halves_merge_into_the_whole_block():
     cov = Coverage(1, np.zeros((2, 8, 8), bool))
-    cov.record(((1, 2), (0, 8), (4, 8)))
-    assert not cov.covers(((1, 2), (0, 8), (0, 8)))
-    cov.record(((1, 2), (0, 8), (0, 4)))
-    assert cov.covers(((1, 2), (0, 8), (0, 8)))
-    assert not cov.covers(((0, 1), (0, 8), (0, 8)))
-    assert cov.blocks[(1,)] == [((1, 2), (0, 8), (0, 8))]
+    cov.record(B((1, 2), (0, 8), (4, 8)))
+    assert not cov.covers(B((1, 2), (0, 8), (0, 8)))
+    cov.record(B((1, 2), (0, 8), (0, 4)))
+    assert cov.covers(B((1, 2), (0, 8), (0, 8)))
+    assert not cov.covers(B((0, 1), (0, 8), (0, 8)))
+    assert cov.blocks[(1,)] == [B((1, 2), (0, 8), (0, 8))]
 
 
 def test_irregular_write_paints_deferred_boxes_and_stops_counting():
     mask = np.zeros((4, 4), bool)
     cov = Coverage(0, mask, lazy=True)
-    cov.record(((0, 2), (0, 4)))
+    cov.record(B((0, 2), (0, 4)))
     assert not mask.any()  # deferred
     cov.irregular()
     assert mask[:2].all() and not mask[2:].any()
-    assert cov.count(((2, 4), (0, 4))) is None  # the mask may hold elements the boxes do not name
-    assert cov.count(((0, 1), (0, 4))) == 0  # what the boxes name is still covered
+    assert cov.count(B((2, 4), (0, 4))) is None  # the mask may hold elements the boxes do not name
+    assert cov.count(B((0, 1), (0, 4))) == 0  # what the boxes name is still covered
 
 
 def test_too_many_boxes_fall_back_to_the_mask():
     mask = np.zeros((64, 64), bool)
     cov = Coverage(0, mask, lazy=True)
     for i in range(0, 64, 2):  # every other row: nothing merges
-        cov.record(((i, i + 1), (0, 64)))
+        cov.record(B((i, i + 1), (0, 64)))
     assert not cov.exact and cov.painted
     assert int(mask.sum()) == 32 * 64
 
