@@ -101,7 +101,8 @@ class IndexExpr:
         if type(key) is tuple and len(key) == 2 and (key[1] is None and type(key[0]) is slice and key[0] == _ALL
                                                      or key[0] is None and type(key[1]) is slice and key[1] == _ALL):
             # `[:, None]` / `[None, :]`, once per index expression
-            cached = self._lifts.get(key[0] is None) if self._lifts is not None else None
+            lifts = self._lifts
+            cached = lifts.get(key[0] is None) if lifts is not None else None
             if cached is None:
                 cached = self._lift(key)
                 if self._lifts is None:

@@ -15,6 +15,7 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
+import math
 from operator import add
 
 import numpy as np
@@ -153,10 +154,7 @@ class Tensor(HostAccessGuard):
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:

@@ -37,9 +37,12 @@ def buffer_name(buffer) -> str:
 def _shape(st, shape) -> tuple[tuple[int, ...], int]:
     if isinstance(shape, int):
         shape = (shape,)
-    shape = tuple(shape)
-    pdim = next((i for i, s in enumerate(shape) if isinstance(s, ParDim)), 0)
-    return tuple(int(s) for s in shape), pdim
+    dims, pdim = [], -1
+    for i, s in enumerate(shape):
+        if pdim < 0 and isinstance(s, ParDim):
+            pdim = i  # the first par_dim marks the partition dimension
+        dims.append(int(s))
+    return tuple(dims), max(pdim, 0)
 
 
 def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tensor:
