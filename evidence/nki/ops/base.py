@@ -154,7 +154,7 @@ _PENDING = np.empty(0, dtype=np.float32)  # a result's storage before its execut
 
 def fresh(st, shape, dt, buffer: str = "sbuf") -> Tensor:
     """A new result tile; its data is filled by the execute rule (or stays a stub in trace-only mode)."""
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(map(int, shape))
     stub = np.broadcast_to(np.zeros((), dtype=dtypes.storage(dt)), shape) if st.trace_only else _PENDING
     t = Tensor.whole(Alloc(st, buffer, shape, dt, stub))
     t.fresh = True
