@@ -248,4 +248,8 @@ def nc_matmul(dst=None, stationary=None, moving=None, *args, **kwargs):
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(f"module 'nki.isa' has no attribute {name!r}")
+    if name == "constants":  # the submodule `nki.isa.constants` (imported late: it re-exports this module's enums)
+        from evidence.nki.shim.standalone import isa_constants
+
+        return isa_constants
     return _into(name, "nisa." + name, ())

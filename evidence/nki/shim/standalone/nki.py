@@ -13,7 +13,7 @@ from evidence.nki import state as _state
 from evidence.nki.errors import SimulationError
 from evidence.nki.kernel import Kernel, baremetal, benchmark, profile  # noqa: F401
 from evidence.nki.shim import compiler, typing  # noqa: F401  (nki.compiler, nki.typing)
-from evidence.nki.shim.standalone import isa, language  # noqa: F401
+from evidence.nki.shim.standalone import isa, language, tensor  # noqa: F401
 from evidence.nki.simulate import simulate as _simulate
 
 _REMOVED = {
@@ -58,4 +58,4 @@ def simulate(kernel):
 
 
 __all__ = ["baremetal", "benchmark", "compiler", "isa", "jit", "language", "platform_target", "profile", "simulate",
-           "typing"]
+           "tensor", "typing"]
