@@ -475,8 +475,9 @@ class Tensor(HostAccessGuard):
     def __le__(self, o): return dispatch.call("less_equal", (self, o), {})
     def __gt__(self, o): return dispatch.call("greater", (self, o), {})
     def __ge__(self, o): return dispatch.call("greater_equal", (self, o), {})
-    def __eq__(self, o): return dispatch.call("equal", (self, o), {})  # type: ignore[override]
-    def __ne__(self, o): return dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
+    # against None it is Python's test, not an element-wise op (library kernels: `if ids != None:`)
+    def __eq__(self, o): return False if o is None else dispatch.call("equal", (self, o), {})  # type: ignore[override]
+    def __ne__(self, o): return True if o is None else dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
     __hash__ = object.__hash__
 
     def __iadd__(self, o): return dispatch.call("iadd", (self, o), {})

@@ -57,3 +57,33 @@ def test_an_unknown_trace_time_constructor_is_unsupported_op_at_its_line():
         simulate(mod.reverse_rows_plus_ramp, RNG.standard_normal((32, 16)).astype(np.float32))
     assert err.value.code == "unsupported_op" and "nki.tensor.linspace" in err.value.message
     assert (err.value.file, err.value.line) == ("rev.py", 14)
+
+
+OPTIONAL_TENSOR_ARGUMENT = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def scale_then_maybe_shift(x, shift=None):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    if shift != None:
+        s = nl.ndarray(shift.shape, dtype=shift.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=shift)
+        nisa.tensor_tensor(dst=t, data1=t, data2=s, op=nl.add)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+@pytest.mark.parametrize("with_shift", [True, False])
+def test_comparing_a_tensor_with_none_is_a_python_test(with_shift):
+    x = RNG.standard_normal((16, 8)).astype(np.float32)
+    shift = RNG.standard_normal((16, 8)).astype(np.float32)
+    mod = load_kernel(OPTIONAL_TENSOR_ARGUMENT, display="opt.py")
+    sim = simulate(mod.scale_then_maybe_shift, x, shift if with_shift else None)
+    np.testing.assert_allclose(sim.outputs[0], 2 * x + (shift if with_shift else 0), rtol=1e-6)
