@@ -87,3 +87,13 @@ def test_comparing_a_tensor_with_none_is_a_python_test(with_shift):
     mod = load_kernel(OPTIONAL_TENSOR_ARGUMENT, display="opt.py")
     sim = simulate(mod.scale_then_maybe_shift, x, shift if with_shift else None)
     np.testing.assert_allclose(sim.outputs[0], 2 * x + (shift if with_shift else 0), rtol=1e-6)
+
+
+def test_jit_accepts_platform_target_but_not_mode():
+    src = OPTIONAL_TENSOR_ARGUMENT.replace("@nki.jit\n", '@nki.jit(platform_target="trn2")\n')
+    mod = load_kernel(src, display="opt.py")
+    x = RNG.standard_normal((16, 8)).astype(np.float32)
+    np.testing.assert_allclose(simulate(mod.scale_then_maybe_shift, x).outputs[0], 2 * x, rtol=1e-6)
+    with pytest.raises(Exception) as err:
+        load_kernel(OPTIONAL_TENSOR_ARGUMENT.replace("@nki.jit\n", '@nki.jit(mode="simulation")\n'), display="opt.py")
+    assert "err_removed_argument" in str(err.value)

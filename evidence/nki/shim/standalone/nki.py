@@ -1,7 +1,8 @@
 """`nki` (standalone, 0.3 to 0.7) top level: `nki.jit`, `nki.simulate`, and the submodules.
 
-`nki.jit` no longer takes `mode=` or `platform_target=` (0.3 errors on both); the target comes from
-`NEURON_PLATFORM_TARGET_OVERRIDE` (trn1/gen2, trn2/gen3, trn3/gen4). `nki.simulate(kernel)(*args)`
+`nki.jit` no longer takes `mode=` (0.3 errors on it); the target comes from `NEURON_PLATFORM_TARGET_OVERRIDE`
+(trn1/gen2, trn2/gen3, trn3/gen4). `platform_target=` is still accepted and ignored (`nki.jit(fn=None, **kwargs)`;
+nki-library's own standalone kernels pass it), as the beta dialect does. `nki.simulate(kernel)(*args)`
 runs a kernel on the simulator and returns its outputs as numpy arrays, as the real one does.
 """
 
@@ -19,7 +20,6 @@ from evidence.nki.simulate import simulate as _simulate
 _REMOVED = {
     "mode": "nki.jit(mode=...) was removed in nki 0.3: the framework is detected from the arguments, and "
             "nki.simulate(kernel) or NKI_SIMULATOR=1 runs the CPU simulator",
-    "platform_target": "nki.jit(platform_target=...) was removed in nki 0.3: set NEURON_PLATFORM_TARGET_OVERRIDE",
 }
 
 
