@@ -15,11 +15,13 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki import access_pattern, dispatch, strided, undefined
+from evidence.nki import access_pattern, dispatch, strided, undefined, view_methods
 from evidence.nki.errors import UnsupportedMethodError
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import IndexExpr, MaskExpr, fit_mask, full_mask
@@ -124,6 +126,10 @@ class Tensor(HostAccessGuard):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
         if name.startswith("_") or name in Tensor.__slots__:
             raise AttributeError(name)
+        if name in view_methods.METHODS:  # NkiTensor view methods (nki 0.5+), as access patterns
+            return functools.partial(view_methods.METHODS[name], self)
+        if name in view_methods.PROPERTIES:
+            return view_methods.PROPERTIES[name](self)
         st = _state._current
         file, line = st.where() if st is not None else (None, 0)
         raise UnsupportedMethodError(

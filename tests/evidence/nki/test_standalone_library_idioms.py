@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence.nki import UnsupportedOpError, load_kernel, simulate
+from evidence.nki import SimulationError, UnsupportedOpError, load_kernel, simulate
 
 RNG = np.random.default_rng(13)
 
@@ -97,3 +97,59 @@ def test_jit_accepts_platform_target_but_not_mode():
     with pytest.raises(Exception) as err:
         load_kernel(OPTIONAL_TENSOR_ARGUMENT.replace("@nki.jit\n", '@nki.jit(mode="simulation")\n'), display="opt.py")
     assert "err_removed_argument" in str(err.value)
+
+
+TENSOR_VIEW_METHODS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rows_scaled_then_swapped(x, scale):
+    # x: [2, 24, 12] in HBM: rows of both batches, scaled per column, written back with the last two axes split
+    # and swapped; scale: [1, 12]
+    b, s, h = x.shape
+    rows = x.flatten_dims(start_dim=0, end_dim=1)           # [48, 12]
+    top = rows.slice(dim=0, start=8, end=40, step=2)           # [16, 12]: rows 8, 10, ..., 38
+    t = nl.ndarray((16, h), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=top)
+    sc = nl.ndarray((16, 1, h), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sc, src=scale.expand_dim(1).broadcast(dim=0, size=16))
+    prod = nl.ndarray((16, 3, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=prod.flatten_dims(start_dim=1, end_dim=2), data1=t, data2=sc.squeeze_dim(1), op=nl.multiply)
+    swapped = nl.ndarray((16, 4, 3), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=swapped, src=prod.permute(dims=[0, 2, 1]))
+    out = nl.ndarray((16, 12), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out.reshape_dim(dim=1, shape=(4, -1)), src=swapped)
+    first = nl.ndarray((1, 12), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=first, src=x.select(dim=0, index=1).slice(dim=0, start=0, end=1))
+    return out, first
+'''
+
+
+def test_tensor_view_methods_match_numpy_views():
+    x = RNG.standard_normal((2, 24, 12)).astype(np.float32)
+    scale = RNG.standard_normal((1, 12)).astype(np.float32)
+    mod = load_kernel(TENSOR_VIEW_METHODS, display="views.py")
+    out, first = simulate(mod.rows_scaled_then_swapped, x, scale).outputs
+    rows = x.reshape(48, 12)[8:40:2] * scale
+    np.testing.assert_allclose(out, rows.reshape(16, 3, 4).transpose(0, 2, 1).reshape(16, 12), rtol=1e-6)
+    np.testing.assert_allclose(first, x[1, :1], rtol=0)
+
+
+@pytest.mark.parametrize("call, message", [
+    ("t.permute(dims=[1, 0, 2])", "partition dimension"),
+    ("t.flatten_dims(start_dim=0, end_dim=1)", "partition dimension"),
+    ("t.slice(dim=1, start=0, end=8, step=2).flatten_dims(start_dim=1, end_dim=2)", "not contiguous"),
+    ("t.broadcast(dim=1, size=4)", "size-4 dimension"),
+])
+def test_view_methods_reject_what_nki_rejects(call, message):
+    src = TENSOR_VIEW_METHODS.replace(
+        "    rows = x.flatten_dims", f"    t = nl.ndarray((16, 4, 3), dtype=x.dtype, buffer=nl.sbuf)\n    v = {call}\n"
+        "    rows = x.flatten_dims")
+    mod = load_kernel(src, display="views.py")
+    with pytest.raises(SimulationError) as err:
+        simulate(mod.rows_scaled_then_swapped, RNG.standard_normal((2, 24, 12)).astype(np.float32),
+                 RNG.standard_normal((1, 12)).astype(np.float32))
+    assert message in err.value.message and (err.value.file, err.value.line) == ("views.py", 13)
