@@ -153,3 +153,79 @@ def test_view_methods_reject_what_nki_rejects(call, message):
         simulate(mod.rows_scaled_then_swapped, RNG.standard_normal((2, 24, 12)).astype(np.float32),
                  RNG.standard_normal((1, 12)).astype(np.float32))
     assert message in err.value.message and (err.value.file, err.value.line) == ("views.py", 13)
+
+
+HALVES_THEN_BARRIER = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def negate_by_halves(x):
+    n, f = x.shape
+    out = nl.ndarray((n, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    half = n // nl.num_programs(axes=0)
+    lo = nl.program_id(axis=0) * half
+    t = nl.ndarray((half, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[lo:lo + half, :])
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=-1.0)
+    nisa.dma_copy(dst=out[lo:lo + half, :], src=t)
+    nisa.core_barrier(data=BARRIER_ON, cores=(0, 1))
+    return out
+'''
+
+
+def test_core_barrier_orders_disjoint_writes_of_two_cores():
+    x = RNG.standard_normal((64, 8)).astype(np.float32)
+    mod = load_kernel(HALVES_THEN_BARRIER.replace("BARRIER_ON", "out"), display="halves.py")
+    np.testing.assert_array_equal(simulate(mod.negate_by_halves, x, grid=(2,)).outputs[0], -x)
+    with pytest.raises(SimulationError) as err:  # NeuronCore-v3 or newer only
+        simulate(mod.negate_by_halves, x, grid=(2,), target="trn1")
+    assert err.value.code == "err_unsupported_on_target" and err.value.line == 17
+    on_input = load_kernel(HALVES_THEN_BARRIER.replace("BARRIER_ON", "x"), display="halves.py")
+    with pytest.raises(SimulationError) as err:  # inputs are not nl.shared_hbm tensors the kernel made
+        simulate(on_input.negate_by_halves, x, grid=(2,))
+    assert err.value.line == 17
+
+
+def test_an_isa_instruction_the_simulator_lacks_is_unsupported_op_even_without_dst():
+    src = HALVES_THEN_BARRIER.replace("nisa.core_barrier(data=BARRIER_ON, cores=(0, 1))",
+                                      "nisa.barrier_of_the_future(data=out)")
+    mod = load_kernel(src, display="halves.py")
+    with pytest.raises(UnsupportedOpError) as err:
+        simulate(mod.negate_by_halves, RNG.standard_normal((64, 8)).astype(np.float32), grid=(2,))
+    assert "barrier_of_the_future" in err.value.message and err.value.line == 17
+
+
+SHIFT_AND_MASK = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def high_bits_and_low_bits(x):
+    n, f = x.shape
+    t = nl.ndarray((n, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    hi = nl.ndarray((n, f), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=hi, data=t, op0=nl.right_shift, operand0=SHIFT, op1=nl.multiply, operand1=2.0)
+    lo = nl.ndarray((n, f), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=lo, data=t, op0=nl.bitwise_and, operand0=0xFF)
+    out = nl.ndarray((2, n, f), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[0], src=hi)
+    nisa.dma_copy(dst=out[1], src=lo)
+    return out
+'''
+
+
+def test_tensor_scalar_bitvec_operators_work_on_integer_bits():
+    x = RNG.integers(0, 1 << 30, (32, 16)).astype(np.int32)
+    mod = load_kernel(SHIFT_AND_MASK.replace("SHIFT", "9"), display="bits.py")
+    out = simulate(mod.high_bits_and_low_bits, x).outputs[0]
+    np.testing.assert_array_equal(out[0], (x >> 9) * 2)  # the shift exact in integers, then fp32 arithmetic
+    np.testing.assert_array_equal(out[1], x & 0xFF)
+    with pytest.raises(SimulationError) as err:
+        simulate(mod.high_bits_and_low_bits, x.astype(np.float32))
+    assert err.value.code == "err_unsupported_dtype" and err.value.line == 13

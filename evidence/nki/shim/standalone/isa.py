@@ -96,6 +96,8 @@ def _into(public: str, op: str, params: tuple[str, ...], dtyped: bool = True, re
 
     def shim(dst=None, *args, **kwargs):
         bound = _bind(public, params, args, kwargs)
+        if dst is None and op not in _state.current().ops:  # an API with no op: say so, not "needs dst"
+            dispatch.call(op, (), bound)
         if dst is None:
             raise _state.current().error("err_invalid_arguments", f"'nisa.{public}' needs dst (its first argument)")
         for new, old in (rename or {}).items():
@@ -165,6 +167,11 @@ tensor_copy_predicated = _direct("tensor_copy_predicated", "nisa.tensor_copy_pre
 nc_stream_shuffle = _direct("nc_stream_shuffle", "nisa.nc_stream_shuffle", ("src", "shuffle_mask"))
 tensor_copy_dynamic_dst = _direct("tensor_copy_dynamic_dst", "nisa.tensor_copy_dynamic_dst", ("src", "engine"))
 dma_compute = _direct("dma_compute", "nisa.dma_compute", ("srcs", "reduce_op", "scales", "unique_indices", "oob_mode"))
+
+
+def core_barrier(data, cores, engine=None, name=None):
+    """A barrier between the two cores of a logical core (no destination, nothing returned)."""
+    dispatch.call("nisa.core_barrier", (), {"data": data, "cores": cores, "engine": engine, "name": name})
 
 
 def dma_copy(dst=None, src=None, *args, **kwargs):
