@@ -16,6 +16,8 @@ from enum import IntEnum
 import numpy as np
 
 from evidence.nki import dispatch
+from evidence.nki import registers as _registers
+from evidence.nki.registers import VirtualRegister, register_alloc, register_move  # noqa: F401  (nisa API)
 from evidence.nki import dtypes as _dt
 from evidence.nki import state as _state
 from evidence.nki.indexing import MaskExpr
@@ -167,6 +169,16 @@ tensor_copy_predicated = _direct("tensor_copy_predicated", "nisa.tensor_copy_pre
 nc_stream_shuffle = _direct("nc_stream_shuffle", "nisa.nc_stream_shuffle", ("src", "shuffle_mask"))
 tensor_copy_dynamic_dst = _direct("tensor_copy_dynamic_dst", "nisa.tensor_copy_dynamic_dst", ("src", "engine"))
 dma_compute = _direct("dma_compute", "nisa.dma_compute", ("srcs", "reduce_op", "scales", "unique_indices", "oob_mode"))
+
+
+def register_load(dst, src):
+    """Load a one-element tile's value into a register (nisa.register_alloc())."""
+    dispatch.call("nisa.register_load", (), {"dst": dst, "src": src})
+
+
+def register_store(dst, src):
+    """Store a register's value into a one-element tile."""
+    memset(dst, int(_registers.VirtualRegister(src)) if isinstance(src, _registers.VirtualRegister) else src)
 
 
 def core_barrier(data, cores, engine=None, name=None):
