@@ -140,7 +140,11 @@ def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, opera
     data = tile(st, data, "tensor_scalar", "data")
     n0, f0 = resolve_op(st, BINARY, op0, "tensor_scalar op0")
     n1, f1 = resolve_op(st, BINARY, op1, "tensor_scalar op1") if op1 is not None else (None, None)
-    # bitvec operators (shifts, and/or/xor) work on integer bit patterns: integer data and operands only
+    # bitvec operators (shifts, and/or/xor) work on integer bit patterns: integer data and operands only, and
+    # op0 and op1 are both bitvec or both arithmetic (nki.isa.tensor_scalar)
+    if n1 is not None and (n0 in BITWISE) != (n1 in BITWISE):
+        raise st.error("err_invalid_arguments", f"'tensor_scalar' op0 {n0} and op1 {n1} must both be bitvec or both "
+                       "arithmetic operators")
     for name, operand, arg in ((n0, operand0, "operand0"), (n1, operand1, "operand1")):
         if name in BITWISE and not (_is_int(data) and _is_int(operand)):
             raise st.error("err_unsupported_dtype", f"'tensor_scalar' {name} needs integer data and {arg}, got "

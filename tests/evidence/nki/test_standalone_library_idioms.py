@@ -210,7 +210,7 @@ def high_bits_and_low_bits(x):
     t = nl.ndarray((n, f), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     hi = nl.ndarray((n, f), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=hi, data=t, op0=nl.right_shift, operand0=SHIFT, op1=nl.multiply, operand1=2.0)
+    nisa.tensor_scalar(dst=hi, data=t, op0=nl.right_shift, operand0=SHIFT, op1=nl.bitwise_xor, operand1=5)
     lo = nl.ndarray((n, f), dtype=nl.int32, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=lo, data=t, op0=nl.bitwise_and, operand0=0xFF)
     out = nl.ndarray((2, n, f), dtype=nl.int32, buffer=nl.shared_hbm)
@@ -224,11 +224,15 @@ def test_tensor_scalar_bitvec_operators_work_on_integer_bits():
     x = RNG.integers(0, 1 << 30, (32, 16)).astype(np.int32)
     mod = load_kernel(SHIFT_AND_MASK.replace("SHIFT", "9"), display="bits.py")
     out = simulate(mod.high_bits_and_low_bits, x).outputs[0]
-    np.testing.assert_array_equal(out[0], (x >> 9) * 2)  # the shift exact in integers, then fp32 arithmetic
+    np.testing.assert_array_equal(out[0], (x >> 9) ^ 5)  # exact in integers (fp32 would round above 2^24)
     np.testing.assert_array_equal(out[1], x & 0xFF)
     with pytest.raises(SimulationError) as err:
         simulate(mod.high_bits_and_low_bits, x.astype(np.float32))
     assert err.value.code == "err_unsupported_dtype" and err.value.line == 13
+    mixed = load_kernel(SHIFT_AND_MASK.replace("SHIFT", "9").replace("op1=nl.bitwise_xor", "op1=nl.add"), display="bits.py")
+    with pytest.raises(SimulationError) as err:  # op0 and op1 both bitvec or both arithmetic
+        simulate(mixed.high_bits_and_low_bits, x)
+    assert err.value.code == "err_invalid_arguments" and err.value.line == 13
 
 
 RUNTIME_TRIP_COUNT = '''
