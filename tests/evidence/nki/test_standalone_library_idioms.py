@@ -296,3 +296,40 @@ def test_a_dma_copy_of_an_output_onto_itself_is_a_fence_not_an_undefined_read():
                         display="fence.py")
     sim = simulate(other.first_rows_doubled, x, np.array([[1]], np.int32))
     assert "uninitialized_read" in [f.code for f in sim.report.findings]
+
+
+ROW_STATS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def per_group_sums(x):
+    # x: [P, G, W] in HBM; out[p, g] = sum over w of x[p, g, w]
+    p, g, w = x.shape
+    t = nl.ndarray((p, g, w), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x, dge_mode=DGE)
+    s = nl.ndarray((p, g), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=s, op=nl.add, data=t, axis=AXIS)
+    out = nl.ndarray((p, g), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=s)
+    return out
+'''
+
+
+@pytest.mark.parametrize("axis", ["2", "-1", "1", "[1]"])
+def test_tensor_reduce_takes_numpy_axes_and_the_0_3_count_from_the_minor_end(axis):
+    # axis 2 (or -1) is the last axis in numpy's numbering (nki 0.5+); nki 0.3/0.4 numbered reduction axes from
+    # the most minor free axis, so axis 1 on a 3-D tile is that same last axis (never the middle one alone)
+    x = RNG.standard_normal((16, 3, 5)).astype(np.float32)
+    mod = load_kernel(ROW_STATS.replace("AXIS", axis).replace("DGE", "nisa.dge_mode.none"), display="sums.py")
+    np.testing.assert_allclose(simulate(mod.per_group_sums, x).outputs[0], x.sum(axis=2), rtol=1e-5)
+
+
+def test_a_middle_axis_alone_is_still_an_error_and_dge_mode_may_be_a_raw_integer():
+    x = RNG.standard_normal((16, 3, 5)).astype(np.float32)
+    mod = load_kernel(ROW_STATS.replace("AXIS", "-2").replace("DGE", "3"), display="sums.py")  # raw dge_mode: accepted
+    with pytest.raises(SimulationError) as err:
+        simulate(mod.per_group_sums, x)
+    assert err.value.code == "err_unsupported_reduce_axis" and err.value.line == 14

@@ -86,6 +86,9 @@ def _bind(public: str, params: tuple[str, ...], args: tuple, kwargs: dict) -> di
     bound.pop("name", None)
     for k in _ENUMS & bound.keys():
         v = bound[k]
+        # nki-library itself passes dge_mode as a raw integer (a compiler workaround), so that one is not an error
+        if k == "dge_mode" and type(v) is int and v in {int(m) for m in dge_mode}:
+            continue
         if v is not None and not isinstance(v, IntEnum):
             raise _state.current().error(
                 "err_invalid_enum", f"'nisa.{public}' {k}={v!r}: nki 0.3+ takes enum members (nisa.{k}.<name>), "
