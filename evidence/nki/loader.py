@@ -2,7 +2,7 @@
 
 `shim_imports(dialect, modules)` puts one dialect's shim modules into `sys.modules` (beta:
 `neuronxcc`, `neuronxcc.nki[.language|.isa|.typing|.compiler]`; standalone nki 0.3+: `nki`,
-`nki.language`, `nki.isa`, `nki.typing`, `nki.compiler`), plus a submission's own modules, and
+`nki.language`, `nki.isa`, `nki.isa.constants`, `nki.typing`, `nki.compiler`, `nki.tensor`), plus a submission's own modules, and
 restores every entry it touched on exit; nested uses stack. It is active while a kernel module
 executes and while `simulate` runs a kernel, so imports inside kernel bodies resolve too; nothing
 leaks. The dialect is detected per file from its imports (evidence.nki.dialect).
@@ -39,9 +39,10 @@ def _shim_table(dialect: str) -> dict[str, types.ModuleType]:
     from evidence.nki.shim import compiler, typing
 
     if dialect == _dialect.STANDALONE:
-        from evidence.nki.shim.standalone import isa, language, nki
+        from evidence.nki.shim.standalone import isa, isa_constants, language, nki, tensor
 
-        return {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.typing": typing, "nki.compiler": compiler}
+        return {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.isa.constants": isa_constants,
+                "nki.typing": typing, "nki.compiler": compiler, "nki.tensor": tensor}
     from evidence.nki.shim import isa, language, nki
 
     root = types.ModuleType("neuronxcc")

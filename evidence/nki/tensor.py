@@ -15,6 +15,7 @@ on reads and by `undefined.py` on writes (the `uninitialized_read` rule).
 
 from __future__ import annotations
 
+import functools
 import math
 from operator import add
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki import access_pattern, coverage, dispatch, strided, undefined
+from evidence.nki import access_pattern, coverage, dispatch, strided, undefined, view_methods
 from evidence.nki.coverage import Coverage
 from evidence.nki.errors import UnsupportedMethodError
 from evidence.nki.host_access import HostAccessGuard
@@ -133,6 +134,10 @@ class Tensor(HostAccessGuard):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
         if name.startswith("_") or name in Tensor.__slots__:
             raise AttributeError(name)
+        if name in view_methods.METHODS:  # NkiTensor view methods (nki 0.5+), as access patterns
+            return functools.partial(view_methods.METHODS[name], self)
+        if name in view_methods.PROPERTIES:
+            return view_methods.PROPERTIES[name](self)
         st = _state._current
         file, line = st.where() if st is not None else (None, 0)
         raise UnsupportedMethodError(
@@ -521,8 +526,9 @@ class Tensor(HostAccessGuard):
     def __le__(self, o): return dispatch.call("less_equal", (self, o), {})
     def __gt__(self, o): return dispatch.call("greater", (self, o), {})
     def __ge__(self, o): return dispatch.call("greater_equal", (self, o), {})
-    def __eq__(self, o): return dispatch.call("equal", (self, o), {})  # type: ignore[override]
-    def __ne__(self, o): return dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
+    # against None it is Python's test, not an element-wise op (library kernels: `if ids != None:`)
+    def __eq__(self, o): return False if o is None else dispatch.call("equal", (self, o), {})  # type: ignore[override]
+    def __ne__(self, o): return True if o is None else dispatch.call("not_equal", (self, o), {})  # type: ignore[override]
     __hash__ = object.__hash__
 
     def __iadd__(self, o): return dispatch.call("iadd", (self, o), {})

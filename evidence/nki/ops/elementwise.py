@@ -138,14 +138,23 @@ def _apply(fn, a, b, reverse: bool):
 def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
                         dtype=None, mask=None, engine=None, **_):
     data = tile(st, data, "tensor_scalar", "data")
-    _, f0 = resolve_op(st, BINARY, op0, "tensor_scalar op0")
-    f1 = resolve_op(st, BINARY, op1, "tensor_scalar op1")[1] if op1 is not None else None
+    n0, f0 = resolve_op(st, BINARY, op0, "tensor_scalar op0")
+    n1, f1 = resolve_op(st, BINARY, op1, "tensor_scalar op1") if op1 is not None else (None, None)
+    # bitvec operators (shifts, and/or/xor) work on integer bit patterns: integer data and operands only, and
+    # op0 and op1 are both bitvec or both arithmetic (nki.isa.tensor_scalar)
+    if n1 is not None and (n0 in BITWISE) != (n1 in BITWISE):
+        raise st.error("err_invalid_arguments", f"'tensor_scalar' op0 {n0} and op1 {n1} must both be bitvec or both "
+                       "arithmetic operators")
+    for name, operand, arg in ((n0, operand0, "operand0"), (n1, operand1, "operand1")):
+        if name in BITWISE and not (_is_int(data) and _is_int(operand)):
+            raise st.error("err_unsupported_dtype", f"'tensor_scalar' {name} needs integer data and {arg}, got "
+                           f"{dtypes.name(data.dtype)} data and {operand!r}"[:300])
     c = Call("nisa.tensor_scalar", _engine(engine, "vector"))
     c.mask = op_mask(st, mask)
     c.ins = [data] + [t for t in (operand0, operand1) if isinstance(t, Tensor)]
     c.p.update(f0=f0, f1=f1, o0=scalar_operand(st, operand0, data, "tensor_scalar", "operand0"),
                o1=scalar_operand(st, operand1, data, "tensor_scalar", "operand1") if f1 else None,
-               r0=reverse0, r1=reverse1)
+               r0=reverse0, r1=reverse1, i0=n0 in BITWISE, i1=n1 in BITWISE)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     return c
 
@@ -153,10 +162,21 @@ def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, opera
 def exec_tensor_scalar(st, c: Call) -> None:
     p, data = c.p, c.ins[0]
     nd = len(data.shape)
-    r = _apply(p["f0"], f32(data, c.mask), scalar_value(p["o0"], nd), p["r0"])
+    r = _apply(p["f0"], *_bits_or_f32(value(data, c.mask) if p["i0"] else f32(data, c.mask), p["o0"], nd, p["i0"]),
+               p["r0"])
     if p["f1"] is not None:
-        r = _apply(p["f1"], r, scalar_value(p["o1"], nd), p["r1"])
+        r = _apply(p["f1"], *_bits_or_f32(r, p["o1"], nd, p["i1"]), p["r1"])
     set_result(c.out, r, c.mask)
+
+
+def _bits_or_f32(r: np.ndarray, operand, nd: int, bits: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A tensor_scalar stage's inputs: integers for a bitvec operator, fp32 for the ALU's arithmetic."""
+    if not bits:
+        return (r if r.dtype == np.float32 else r.astype(np.float32)), scalar_value(operand, nd)
+    if isinstance(operand, Tensor):
+        v = operand.read().astype(np.int64)
+        return r.astype(np.int64), v.reshape((v.shape[0],) + (1,) * (nd - 1))
+    return r.astype(np.int64), np.int64(operand)
 
 
 def check_scalar_tensor_tensor(st, *, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,

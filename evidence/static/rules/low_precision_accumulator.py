@@ -19,6 +19,10 @@ STAT_CALLS = REDUCE_CALLS | {"nisa.bn_stats", "nisa.bn_aggr", "nisa.tensor_parti
 REDUCE_RES_CALLS = frozenset({"nisa.activation_reduce", "nisa.tensor_scalar_reduce", "nisa.activation"})
 _ADD_CALLS = frozenset({"nl.add", "nisa.tensor_tensor"})
 _ADD_OPS = frozenset({"np.add", "nl.add", "numpy.add"})
+# A max or min selects one of its inputs: in the inputs' own dtype it is exact, however narrow.
+_SELECT_REDUCTIONS = frozenset({"nl.max", "nl.min"})
+_SELECT_OPS = frozenset({"nl.max", "nl.min", "nl.maximum", "nl.minimum", "np.max", "np.min", "np.maximum",
+                         "np.minimum", "np.amax", "np.amin", "numpy.max", "numpy.min", "numpy.maximum", "numpy.minimum"})
 
 
 def accumulation_severity(steps: int | None) -> Severity:
@@ -82,9 +86,18 @@ class LowPrecisionAccumulator(Rule):
               inputs={"a": ((1024, 64), "bfloat16")}),
         Valid(_SA_HEAD + "@nki.jit\ndef k(a):\n    x = nl.load(a)\n    st = nl.ndarray((128, 6), dtype=nl.float32)\n"
               "    nisa.bn_stats(dst=st, data=x)\n", inputs={"a": ((128, 512), "bfloat16")}),
+        # a max or min of bf16 values is one of them: exact in bf16 (online softmax / log-sum-exp running max)
+        Valid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1)\n", inputs={"a": ((128, 512), "bfloat16")}),
+        Valid(_SA_HEAD + "@nki.jit\ndef k(a):\n    x = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+              "    nisa.dma_copy(dst=x, src=a)\n    m = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+              "    nisa.tensor_reduce(dst=m, op=nl.maximum, data=x, axis=1)\n", inputs={"a": ((128, 512), "bfloat16")}),
     ]
     INVALID = [
-        Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1)\n", inputs={"a": ((128, 512), "bfloat16")}, line=7),
+        Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.sum(x, axis=1)\n", inputs={"a": ((128, 512), "bfloat16")}, line=7),
+        # a max of fp32 values narrowed into a bf16 statistic
+        Invalid(_SA_HEAD + "@nki.jit\ndef k(a):\n    x = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+                "    nisa.dma_copy(dst=x, src=a)\n    m = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+                "    nisa.tensor_reduce(m, nl.maximum, x, axis=1)\n", inputs={"a": ((128, 512), "float32")}, line=9),
         Invalid(_HEAD + "acc = nl.zeros((128, 512), nl.bfloat16)\nfor k in nl.affine_range(16):\n    acc += x\n", line=7),
         # bn_stats/bn_aggr statistics in bf16
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    x = nl.load(a)\n    st = nl.ndarray((128, 6), dtype=nl.bfloat16)\n"
@@ -126,8 +139,22 @@ class LowPrecisionAccumulator(Rule):
             where = "a statistic"
         else:
             return
-        if isinstance(t, Tensor) and t.dtype in LOW_PRECISION:
+        if isinstance(t, Tensor) and t.dtype in LOW_PRECISION and not self._exact_selection(call, t.dtype, standalone):
             self._statistic(call.node, call.name, t.dtype, where)
+
+    def _exact_selection(self, call: CallInfo, dtype: str, standalone: bool) -> bool:
+        """A max/min reduction whose input is in the result's dtype (or of unknown dtype: no sure narrowing)."""
+        if call.name in _SELECT_REDUCTIONS:
+            data = call.arg(0, "x")
+        elif call.name == "nisa.tensor_reduce":
+            op = call.arg(1 if standalone else 0, "op")
+            if op is None or self.ctx.ev.api_name(op) not in _SELECT_OPS:
+                return False
+            data = call.arg(2 if standalone else 1, "data")
+        else:
+            return False
+        x = self.ctx.value(data) if data is not None else None
+        return not isinstance(x, Tensor) or x.dtype == dtype
 
     def _statistic(self, node: cst.CSTNode, name: str, dtype: str, where: str) -> None:
         self.report(node, f"{name} produces {where} in {dtype}; keep reductions and statistics in float32",

@@ -372,7 +372,9 @@ COVERED_BY = {"zeros": "full_like", "ones": "full_like", "zeros_like": "full_lik
               "iadd": "test_simulate.py::test_block_dimensions_partition_leading_broadcast_and_psum_accumulation",
               "inplace": "test_simulate.py::test_block_dimensions_partition_leading_broadcast_and_psum_accumulation",
               "reshape": "test_simulate.py::test_finfo_reshape_keyword_and_numpy_integer_indices",
-              "view": "test_simulate.py::test_view_reinterprets_bits"}
+              "view": "test_simulate.py::test_view_reinterprets_bits",
+              "nisa.core_barrier": "test_standalone_library_idioms.py::test_core_barrier_orders_disjoint_writes_of_two_cores",
+              "nisa.register_load": "test_standalone_library_idioms.py::test_register_load_bounds_fori_loop_and_dynamic_range_at_run_time"}
 # Ops that kernels reach through Python syntax, not by name: what their test's source must contain.
 SYNTAX = {"assign": "] = ", "iadd": "+=", "inplace": "*="}
 # Rows whose reference is a constant by design: a constant implementation is the right one there.

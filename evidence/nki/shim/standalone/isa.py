@@ -16,6 +16,8 @@ from enum import IntEnum
 import numpy as np
 
 from evidence.nki import dispatch
+from evidence.nki import registers as _registers
+from evidence.nki.registers import VirtualRegister, register_alloc, register_move  # noqa: F401  (nisa API)
 from evidence.nki import dtypes as _dt
 from evidence.nki import state as _state
 from evidence.nki.indexing import MaskExpr
@@ -84,6 +86,9 @@ def _bind(public: str, params: tuple[str, ...], args: tuple, kwargs: dict) -> di
     bound.pop("name", None)
     for k in _ENUMS & bound.keys():
         v = bound[k]
+        # nki-library itself passes dge_mode as a raw integer (a compiler workaround), so that one is not an error
+        if k == "dge_mode" and type(v) is int and v in {int(m) for m in dge_mode}:
+            continue
         if v is not None and not isinstance(v, IntEnum):
             raise _state.current().error(
                 "err_invalid_enum", f"'nisa.{public}' {k}={v!r}: nki 0.3+ takes enum members (nisa.{k}.<name>), "
@@ -96,6 +101,8 @@ def _into(public: str, op: str, params: tuple[str, ...], dtyped: bool = True, re
 
     def shim(dst=None, *args, **kwargs):
         bound = _bind(public, params, args, kwargs)
+        if dst is None and op not in _state.current().ops:  # an API with no op: say so, not "needs dst"
+            dispatch.call(op, (), bound)
         if dst is None:
             raise _state.current().error("err_invalid_arguments", f"'nisa.{public}' needs dst (its first argument)")
         for new, old in (rename or {}).items():
@@ -165,6 +172,21 @@ tensor_copy_predicated = _direct("tensor_copy_predicated", "nisa.tensor_copy_pre
 nc_stream_shuffle = _direct("nc_stream_shuffle", "nisa.nc_stream_shuffle", ("src", "shuffle_mask"))
 tensor_copy_dynamic_dst = _direct("tensor_copy_dynamic_dst", "nisa.tensor_copy_dynamic_dst", ("src", "engine"))
 dma_compute = _direct("dma_compute", "nisa.dma_compute", ("srcs", "reduce_op", "scales", "unique_indices", "oob_mode"))
+
+
+def register_load(dst, src):
+    """Load a one-element tile's value into a register (nisa.register_alloc())."""
+    dispatch.call("nisa.register_load", (), {"dst": dst, "src": src})
+
+
+def register_store(dst, src):
+    """Store a register's value into a one-element tile."""
+    memset(dst, int(_registers.VirtualRegister(src)) if isinstance(src, _registers.VirtualRegister) else src)
+
+
+def core_barrier(data, cores, engine=None, name=None):
+    """A barrier between the two cores of a logical core (no destination, nothing returned)."""
+    dispatch.call("nisa.core_barrier", (), {"data": data, "cores": cores, "engine": engine, "name": name})
 
 
 def dma_copy(dst=None, src=None, *args, **kwargs):
@@ -248,4 +270,8 @@ def nc_matmul(dst=None, stationary=None, moving=None, *args, **kwargs):
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(f"module 'nki.isa' has no attribute {name!r}")
+    if name == "constants":  # the submodule `nki.isa.constants` (imported late: it re-exports this module's enums)
+        from evidence.nki.shim.standalone import isa_constants
+
+        return isa_constants
     return _into(name, "nisa." + name, ())

@@ -12,6 +12,7 @@ from evidence.nki import dtypes as _dt
 from evidence.nki import state as _state
 from evidence.nki.indexing import ds  # noqa: F401  (re-exported API)
 from evidence.nki.loops import loop_iterator
+from evidence.nki.registers import dynamic_range, fori_loop  # noqa: F401  (nl API, nki 0.6)
 from evidence.nki.ops import OPS as _OPS
 from evidence.nki.shim._common import op_function
 from evidence.nki.shim.language import (  # noqa: F401  (the same objects as the beta dialect's)

@@ -1,7 +1,8 @@
 """`nki` (standalone, 0.3 to 0.7) top level: `nki.jit`, `nki.simulate`, and the submodules.
 
-`nki.jit` no longer takes `mode=` or `platform_target=` (0.3 errors on both); the target comes from
-`NEURON_PLATFORM_TARGET_OVERRIDE` (trn1/gen2, trn2/gen3, trn3/gen4). `nki.simulate(kernel)(*args)`
+`nki.jit` no longer takes `mode=` (0.3 errors on it); the target comes from `NEURON_PLATFORM_TARGET_OVERRIDE`
+(trn1/gen2, trn2/gen3, trn3/gen4). `platform_target=` is still accepted and ignored (`nki.jit(fn=None, **kwargs)`;
+nki-library's own standalone kernels pass it), as the beta dialect does. `nki.simulate(kernel)(*args)`
 runs a kernel on the simulator and returns its outputs as numpy arrays, as the real one does.
 """
 
@@ -13,13 +14,12 @@ from evidence.nki import state as _state
 from evidence.nki.errors import SimulationError
 from evidence.nki.kernel import Kernel, baremetal, benchmark, profile  # noqa: F401
 from evidence.nki.shim import compiler, typing  # noqa: F401  (nki.compiler, nki.typing)
-from evidence.nki.shim.standalone import isa, language  # noqa: F401
+from evidence.nki.shim.standalone import isa, language, tensor  # noqa: F401
 from evidence.nki.simulate import simulate as _simulate
 
 _REMOVED = {
     "mode": "nki.jit(mode=...) was removed in nki 0.3: the framework is detected from the arguments, and "
             "nki.simulate(kernel) or NKI_SIMULATOR=1 runs the CPU simulator",
-    "platform_target": "nki.jit(platform_target=...) was removed in nki 0.3: set NEURON_PLATFORM_TARGET_OVERRIDE",
 }
 
 
@@ -58,4 +58,4 @@ def simulate(kernel):
 
 
 __all__ = ["baremetal", "benchmark", "compiler", "isa", "jit", "language", "platform_target", "profile", "simulate",
-           "typing"]
+           "tensor", "typing"]
