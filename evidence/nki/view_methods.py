@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from evidence.nki import state as _state
+from evidence.nki.access_pattern import start_of
 
 ONCHIP = ("sbuf", "psum")
 
@@ -34,7 +35,7 @@ def layout(t) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     view, base = pairs[0]
     size = base.itemsize or 1
     strides = tuple(int(s) // size for s in view.strides)
-    offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // size
+    offset = start_of(view, base)
     return tuple(int(n) for n in t.shape), strides, int(offset)
 
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from evidence.nki import dtypes
+from evidence.nki.access_pattern import start_of
 from evidence.nki.dispatch import Call, settle_for
 from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype, resolve_op,
@@ -269,14 +270,21 @@ def exec_broadcast_to(st, c: Call) -> None:
 
 # --- assignment: t[key] = value --------------------------------------------------------------
 
-def _same_view(a: Tensor, b: Tensor) -> bool:
-    if a.shape != b.shape:
+def _layout(x: np.ndarray) -> list:
+    """(size, stride) per axis, unit axes left out: equal for two arrays that walk the same elements in the same order."""
+    return [(n, st) for n, st in zip(x.shape, x.strides) if n != 1]
+
+
+def same_view(a: Tensor, b: Tensor) -> bool:
+    """Two views of the same elements of one allocation, in the same order (writing one onto the other moves nothing)."""
+    if a.alloc is not b.alloc or a.shape != b.shape:
         return False
     ca, cb = a.cut, b.cut
     if ca is not None and cb is not None and ca[0] is cb[0] and ca[1] is cb[1] and ca[2] == cb[2]:
         return True  # the same subscript structure and starts, cut from the same array
     if a.adv is None and b.adv is None:
-        return a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0]
+        x, y = a.data, b.data
+        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and start_of(x, y) == 0 and _layout(x) == _layout(y)
     if a.adv is None or b.adv is None or a.adv[0] is not b.adv[0] or len(a.adv[1]) != len(b.adv[1]):
         return False
     return all(np.array_equal(x, y) for x, y in zip(a.adv[1], b.adv[1]))
@@ -288,7 +296,7 @@ def check_assign(st, t, key, v):
     c.out = view
     c.p["v"] = v
     if isinstance(v, Tensor):
-        if v.alloc is view.alloc and _same_view(v, view):
+        if same_view(v, view):
             c.p["same"] = True  # `t[idx] += x` comes back as t[idx] = t[idx]: already written in place
             return c
         fit(st, None, v.shape, view.shape, "assign")
@@ -335,15 +343,6 @@ def exec_assign(st, c: Call) -> None:
 
 # --- DMA engine ops --------------------------------------------------------------------------
 
-def same_region(a, b) -> bool:
-    """Two plain views of the same elements of one allocation."""
-    if a.alloc is not b.alloc or a.adv is not None or b.adv is not None:
-        return False
-    x, y = a.data, b.data
-    return (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape and x.strides == y.strides
-            and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
-
-
 def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **_):
     if args:
         raise st.error("err_positional_dma_copy", "nisa.dma_copy takes keyword arguments dst= and src= in the beta dialect")
@@ -355,7 +354,7 @@ def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oo
     c.ins, c.out = [src], dst
     c.p["rmw"] = dst_rmw_op
     # a copy of a region onto itself (the `dma_copy(dst=out, src=out)` write fence) moves no values
-    c.p["same"] = dst_rmw_op is None and same_region(src, dst)
+    c.p["same"] = dst_rmw_op is None and same_view(src, dst)
     if src.alloc.buffer in HBM_KINDS:
         track_load(st, src, c.mask)
     if dst.alloc.param >= 0 and dst.alloc.param not in st.param_writes:

@@ -35,9 +35,8 @@ def _axes(st, axis, nd: int, op: str, strict: bool) -> tuple[int, ...]:
     if strict and (axes[-1] != nd - 1 or axes != tuple(range(axes[0], axes[0] + len(axes)))):
         # nki 0.3/0.4 counted nisa.tensor_reduce axes from the most minor free axis (axis 1 = the last one); the only
         # sets legal under both numberings are all free axes, so a set legal only that way means the same axes here
-        minor = tuple(sorted(nd - a for a in axes))
         if st.dialect == "standalone" and positive and axes == tuple(range(1, len(axes) + 1)):
-            return minor
+            return tuple(sorted(nd - a for a in axes))
         raise st.error(
             "err_unsupported_reduce_axis",
             f"'{op}' axes {list(axes)} must be consecutive free axes that include the last axis",
