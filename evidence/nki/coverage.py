@@ -56,14 +56,10 @@ class Coverage:
         """Every element of `box` is covered."""
         key = self._key(box)
         group = None if key is None else self.blocks.get(key)
-        lo, hi = box
-        if group:
-            for b in group:
-                if all(map(ge, lo, b[0])) and all(map(le, hi, b[1])):
+        for boxes in (group or (), self.wide):
+            for b in boxes:
+                if _inside(box, b):
                     return True
-        for b in self.wide:
-            if all(map(ge, lo, b[0])) and all(map(le, hi, b[1])):
-                return True
         return False
 
     def count(self, box: Box) -> int | None:
@@ -101,12 +97,12 @@ class Coverage:
         """`box` is covered now (in the mask too, unless painting is deferred)."""
         key = self._key(box)
         boxes = self.wide if key is None else self.blocks.setdefault(key, [])
-        if self.painted:
-            self._paint(box)
         if len(boxes) >= _MAX_BOXES:
             self.irregular()  # covered elements the boxes will not describe
             self._paint(box)
             return
+        if self.painted:
+            self._paint(box)
         boxes[:] = [b for b in boxes if not _inside(b, box)]
         merged = True
         while merged:
