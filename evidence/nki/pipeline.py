@@ -83,6 +83,9 @@ def prompt_gil_handoff(workers: int):
         yield
 
 
+_PENDING_BYTES = 64 << 20
+
+
 class Job:
     """One unit of worker work: steps that run in order on one thread (e.g. a matmul's products and the PSUM
     accumulation that consumes them: one thread hand-off instead of two). Each step waits only for its own
@@ -92,10 +95,11 @@ class Job:
     Lighter than `concurrent.futures.Future` (a Condition and its notify per job, which the simulating thread
     and the workers contend for): a lock held until the job has run."""
 
-    __slots__ = ("steps", "finished", "error", "_lock")
+    __slots__ = ("steps", "finished", "error", "weight", "_lock")
 
     def __init__(self) -> None:
         self.steps: list = []  # (jobs this step waits for, fn)
+        self.weight = 0  # bytes of results it holds beyond a single tile's (a product batch's stack)
         self.finished = False
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -142,17 +146,21 @@ class Pipeline:
         self.queue: SimpleQueue | None = SimpleQueue() if workers > 0 else None
         self.jobs: deque[Job] = deque()
         self.held: Job | None = None
+        self.pending_bytes = 0  # the weight of `jobs`
+        self.batch = None  # the last product batch (evidence.nki.product_batch); open while its job is held
 
     @property
     def busy(self) -> bool:
         """Jobs pending or held: the simulating thread must settle before touching tensor data."""
         return bool(self.jobs) or self.held is not None
 
-    def run(self, fn, reads=(), writes=(), hold: bool = False) -> None:
+    def run(self, fn, reads=(), writes=(), hold: bool = False, merge: bool = False) -> None:
         """Run `fn` (numpy work on arrays only) after the jobs it depends on, on a worker when there are any.
 
         `hold`: more steps for the same job are likely to follow at once (the next `run` joins them);
-        the job is submitted by the next `run` without `hold`, or before anything waits."""
+        the job is submitted by the next `run` without `hold`, or before anything waits.
+        `merge` (with a held job): no new step; the held job's last step also does this work (a product
+        batch taking one more matmul, evidence.nki.product_batch), so it also waits for these dependencies."""
         if self.queue is None:
             self.settle(reads, writes)
             fn()
@@ -166,7 +174,10 @@ class Pipeline:
                 deps.append(a.writer)
         for a in writes:
             deps.extend(r for r in a.readers if r is not me)
-        me.steps.append((deps, fn))
+        if merge and me.steps:
+            me.steps[-1][0].extend(deps)
+        else:
+            me.steps.append((deps, fn))
         for a in writes:
             a.writer, a.readers = me, []
         for a in reads:
@@ -180,6 +191,10 @@ class Pipeline:
         if not hold:
             self._submit()
 
+    def submit(self) -> None:
+        """Hand the held job (if any) to the workers now."""
+        self._submit()
+
     def _submit(self) -> None:
         job, self.held = self.held, None
         if job is None:
@@ -192,10 +207,16 @@ class Pipeline:
             self.queue.put(job)
         jobs = self.jobs
         jobs.append(job)
-        if len(jobs) > 64:  # bound the memory pending results hold; failures surface in program order
-            jobs.popleft().result()
+        self.pending_bytes += job.weight
+        # bound the memory pending results hold (fresh pages cost page faults); failures surface in program order
+        if len(jobs) > 64 or self.pending_bytes > _PENDING_BYTES:
+            self._retire(jobs.popleft())
             while jobs and jobs[0].finished:
-                jobs.popleft().result()
+                self._retire(jobs.popleft())
+
+    def _retire(self, job: Job) -> None:
+        self.pending_bytes -= job.weight
+        job.result()
 
     def parallel(self, fns: list) -> list:
         """Run independent callables (touching no tensor) on the workers and this thread; their results."""
@@ -279,6 +300,7 @@ class Pipeline:
         if self.held is not None:
             self._submit()
         jobs, self.jobs = self.jobs, deque()
+        self.pending_bytes = 0
         error = None
         for j in jobs:
             try:

@@ -8,6 +8,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
+from evidence.nki.product_batch import ProductBatch, next_capacity
 from evidence.nki.ops.base import (
     MIN_II, PMAX, Op, check_partitions, f32, free_size, fresh, op_mask, resolve_dtype, set_result, table, tile,
 )
@@ -159,6 +160,9 @@ def _matmul_job(st, c: Call, x, y) -> None:
         b = dtypes.to_f32(yv).reshape(ky, -1)
         return np.matmul(a.T, b, out=out)  # fp32 products and accumulation, as in PSUM
 
+    if c.into is None and st.pipeline.queue is not None:
+        _batched_product(st, c, x, y, xv, yv)
+        return
     if c.into is None:
         out = c.out
         buf = np.empty(out.shape, np.float32)
@@ -184,6 +188,26 @@ def _matmul_job(st, c: Call, x, y) -> None:
 
     st.pipeline.run(deliver, reads=(x.alloc, y.alloc), writes=(dst.alloc,))
     c.p["delivered"] = True
+
+
+def _batched_product(st, c: Call, x, y, xv: np.ndarray, yv: np.ndarray) -> None:
+    """A matmul whose result gets storage of its own: a slot of the open product batch, which the
+    next matmuls of the same layout (and the PSUM `+=` of each result) join, run as one job."""
+    pipeline, out = st.pipeline, c.out
+    key = (xv.shape, xv.dtype, xv.strides, yv.shape, yv.dtype, yv.strides, c.p["transpose_x"], out.shape)
+    batch = pipeline.batch
+    if batch is None or not batch.accepts(pipeline, key, x, y):
+        pipeline.submit()  # the open batch (or whatever job is held) goes to the workers first
+        batch = pipeline.batch = ProductBatch(key, out.shape, next_capacity(batch), c.p["transpose_x"])
+    buf = batch.add_product(xv, yv).reshape(out.shape)
+    out.alloc.data = out.data = buf
+    out.alloc.origin = st.read_origin
+    if batch.job is None:
+        pipeline.run(batch.run, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True)
+        batch.job, batch.step = pipeline.held, len(pipeline.held.steps) - 1
+        batch.job.weight += batch.stack.nbytes
+    else:
+        pipeline.run(None, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True, merge=True)
 
 
 def _accumulation_mask(st, dst, accumulate):

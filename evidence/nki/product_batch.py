@@ -1,0 +1,142 @@
+"""Matmul products issued one after another, and the PSUM accumulations that consume them, as one job.
+
+A worker thread needs the GIL back after every numpy call it makes, and while the simulating thread
+runs the kernel's Python it gets it only at the interpreter's switch interval: a job of two numpy calls
+per matmul (the product, then the `+=` into PSUM) spent most of its time waiting for the GIL, and the
+simulating thread paid for every hand-off too. So consecutive matmuls with the same operand layout
+join one open batch, and their accumulations join it with them; the batch runs as a single pipeline
+job of a few numpy calls: one batched matmul (numpy calls BLAS once per product, exactly as for a
+single matmul) and one sequential reduction per accumulator. Results are bit-identical to the
+one-call-per-instruction path (`tests/evidence/nki/test_product_batch.py` pins that).
+
+The batch is open while its job is the pipeline's held job and its step is that job's last: any other
+pipeline work, or anything that waits for data, submits it (`Pipeline.submit`, `settle`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from evidence.nki import dtypes
+
+MAX_PRODUCTS = 32
+_FIRST_CAPACITY = 8
+# np.add.reduce over the stack's leading axis adds the items in order, element by element, as the
+# separate `+=` calls did; for tiny items numpy may switch to pairwise summation, so those add one by one
+_REDUCE_MIN_ELEMENTS = 1024
+
+
+class ProductBatch:
+    """Products into slots 1.. of one fp32 stack (slot 0: an accumulator's starting values, for the
+    reduction); the result tiles are views of their slots."""
+
+    __slots__ = ("key", "stack", "count", "xs", "ys", "adds", "job", "step", "transpose_x")
+
+    def __init__(self, key: tuple, out_shape: tuple, capacity: int, transpose_x: bool) -> None:
+        self.key = key
+        rows = out_shape[0]
+        cols = int(np.prod(out_shape[1:], dtype=np.int64)) if len(out_shape) > 1 else 1
+        self.stack = np.empty((capacity + 1, rows, cols), np.float32)
+        self.count = 0  # products taken (the lists below are emptied when the job runs)
+        self.xs: list[np.ndarray] = []
+        self.ys: list[np.ndarray] = []
+        self.adds: list[tuple[np.ndarray, int]] = []  # (accumulator array, slot), in program order
+        self.job = None
+        self.step = -1
+        self.transpose_x = transpose_x
+
+    @property
+    def full(self) -> bool:
+        return self.count + 1 >= len(self.stack)
+
+    def open_in(self, pipeline) -> bool:
+        job = pipeline.held
+        return job is not None and job is self.job and len(job.steps) - 1 == self.step
+
+    def accepts(self, pipeline, key: tuple, x, y) -> bool:
+        """The next matmul can join: same layout, room left, and its operands are not written by this job."""
+        return (key == self.key and not self.full and self.open_in(pipeline)
+                and x.alloc.writer is not self.job and y.alloc.writer is not self.job)
+
+    def add_product(self, xv: np.ndarray, yv: np.ndarray) -> np.ndarray:
+        """Take the next slot for the product of `xv` and `yv`; its storage (a view of the stack)."""
+        self.xs.append(xv)
+        self.ys.append(yv)
+        self.count += 1
+        return self.stack[self.count]
+
+    def slot_of(self, arr: np.ndarray) -> int:
+        """The slot whose storage `arr` is (0: none of this batch's products)."""
+        n = self.count
+        if n == 0 or arr.size != self.stack[0].size:
+            return 0
+        base = self.stack.__array_interface__["data"][0]
+        addr = arr.__array_interface__["data"][0]
+        step = self.stack.strides[0]
+        slot, rem = divmod(addr - base, step)
+        if rem or not 1 <= slot <= n or not arr.flags.c_contiguous:
+            return 0
+        return slot
+
+    def run(self) -> None:
+        """The worker's part: every product, then every accumulation in program order."""
+        n = self.count
+        x, y = _stacked(self.xs), _stacked(self.ys)
+        self.xs = self.ys = []  # the operands' arrays go with the job
+        a = dtypes.to_f32(x).reshape(n, x.shape[1], -1)
+        a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
+        b = dtypes.to_f32(y).reshape(n, y.shape[1], -1)
+        np.matmul(a.transpose(0, 2, 1), b, out=self.stack[1:n + 1])  # one BLAS call per product, as one matmul makes
+        adds, i = self.adds, 0
+        while i < len(adds):
+            acc, slot = adds[i]
+            j = i + 1
+            while j < len(adds) and adds[j][1] == slot + (j - i) and _same_array(adds[j][0], acc):
+                j += 1
+            if slot == 1 and j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS:
+                items = self.stack[:j - i + 1].reshape((j - i + 1,) + acc.shape)
+                np.copyto(items[0], acc)
+                np.add.reduce(items, axis=0, out=acc)  # ((acc + p1) + p2) + ..., element by element
+            else:
+                for acc_k, slot_k in adds[i:j]:
+                    np.add(acc_k, self.stack[slot_k].reshape(acc_k.shape), out=acc_k)
+            i = j
+        self.adds = []
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a is b or a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape and a.strides == b.strides)
+
+
+def _root(a: np.ndarray):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a.base if a.base is not None else a
+
+
+def _stacked(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays as one [n, ...] array: a strided view when they sit at equal steps in one buffer
+    (tiles of a block-dimension tensor indexed by the loop variable), else a copy."""
+    first = arrays[0]
+    if len(arrays) == 1:
+        return first[None]
+    addr0 = first.__array_interface__["data"][0]
+    step = arrays[1].__array_interface__["data"][0] - addr0
+    root = _root(first)
+    for k, a in enumerate(arrays[1:], 1):
+        if (a.shape != first.shape or a.strides != first.strides or a.dtype != first.dtype
+                or a.__array_interface__["data"][0] != addr0 + k * step or _root(a) is not root):
+            return np.stack(arrays)
+    return as_strided(first, shape=(len(arrays),) + first.shape, strides=(step,) + first.strides, writeable=False)
+
+
+def next_capacity(previous: ProductBatch | None) -> int:
+    """Slots for a new batch: as many as the last batch of the simulation used (twice as many when it
+    filled up), so a kernel's accumulation groups usually fit one batch each."""
+    if previous is None:
+        return _FIRST_CAPACITY
+    used = previous.count
+    cap = len(previous.stack) - 1
+    return min(MAX_PRODUCTS, cap * 2) if previous.full else max(2, min(MAX_PRODUCTS, used, cap))

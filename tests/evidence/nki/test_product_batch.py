@@ -1,0 +1,144 @@
+"""Product batches (evidence.nki.product_batch): consecutive matmuls and their PSUM `+=` run as one
+worker job of a few numpy calls, and give exactly what one call per instruction gives."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from evidence.nki import pipeline as pipeline_module
+from evidence.nki.product_batch import ProductBatch
+
+from .conftest import run_source
+
+LAYOUTS = """
+    def kernel(lhsT, rhs, small):
+        K, M = lhsT.shape
+        _, N = rhs.shape
+        out = nl.ndarray((M, 4 * 256 + 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        KT = K // 128
+        stat = nl.ndarray((KT, nl.par_dim(128), M), dtype=lhsT.dtype)
+        movs = nl.ndarray((KT, nl.par_dim(128), N), dtype=rhs.dtype)
+        for k in nl.affine_range(KT):
+            stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
+            movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
+        # operands at equal steps in block tensors (a strided stack), bf16 or fp32
+        acc = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(KT):
+            acc += nisa.nc_matmul(stat[k], movs[k, :, 0:256])
+        nl.store(out[:, 0:256], value=nl.copy(acc))
+        # fresh tiles per step (stacked by copying), two accumulators taking turns, one of them a
+        # column slice of a wider PSUM tile
+        wide = nl.zeros((M, 512), dtype=nl.float32, buffer=nl.psum)
+        other = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(KT):
+            s = nl.load(lhsT[k * 128:(k + 1) * 128, :])
+            m = nl.load(rhs[k * 128:(k + 1) * 128, 256:512])
+            wide[:, 0:256] += nisa.nc_matmul(s, m)
+            other += nisa.nc_matmul(stat[k], m)
+        nl.store(out[:, 256:512], value=nl.copy(wide[:, 0:256]))
+        nl.store(out[:, 512:768], value=nl.copy(other))
+        # x untransposed ([M, K] on the partitions), free axes of 3-D tiles flattened
+        last = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(KT):
+            x = nl.transpose(stat[k])
+            y = nl.ndarray((nl.par_dim(128), 2, 128), dtype=rhs.dtype)
+            y[:, 0, :] = nl.load(rhs[k * 128:(k + 1) * 128, 512:640])
+            y[:, 1, :] = nl.load(rhs[k * 128:(k + 1) * 128, 640:768])
+            last += nl.matmul(x, y, transpose_x=False)
+        nl.store(out[:, 768:1024], value=nl.copy(last))
+        # single-element products: accumulated one by one (no reduction over tiny items)
+        one = nl.zeros((1, 1), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(KT):
+            v = nl.load(small[k * 128:(k + 1) * 128, 0:1])
+            one += nisa.nc_matmul(v, v)
+        nl.store(out[0:1, 1024:1025], value=nl.copy(one))
+        # a product read on its own after the accumulation: its slot keeps its values
+        part = nisa.nc_matmul(stat[0], movs[0, :, 0:1])
+        nl.store(out[:, 1025:1026], value=nl.copy(part))
+        return out
+"""
+
+
+def _operands(dtype):
+    rng = np.random.default_rng(11)
+    scale = np.float32(1e3)  # large magnitudes: any change in summation order shows in the low bits
+    lhsT = (rng.standard_normal((1024, 128), dtype=np.float32) * scale).astype(dtype)
+    rhs = (rng.standard_normal((1024, 768), dtype=np.float32) * scale).astype(dtype)
+    small = rng.standard_normal((1024, 1), dtype=np.float32).astype(dtype)
+    return lhsT, rhs, small
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_batched_products_give_the_serial_results_bit_for_bit(monkeypatch, dtype):
+    args = _operands(dtype)
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers], _ = run_source(LAYOUTS, "kernel", *args)
+    serial, batched = runs["0"], runs["2"]
+    assert serial.outputs[0].view(np.int32).tolist() == batched.outputs[0].view(np.int32).tolist()
+    assert serial.report.model_dump() == batched.report.model_dump()
+    assert serial.trace == batched.trace
+    a, b, s = (x.astype(np.float64) for x in args)
+    ref = a.T @ b[:, 0:256]
+    assert np.abs(batched.outputs[0][:, 0:256] - ref).max() <= 1e-5 * np.abs(ref).max()
+    np.testing.assert_allclose(batched.outputs[0][0, 1024], (s * s).sum(), rtol=1e-5)
+
+
+def test_an_accumulation_group_runs_as_one_job(monkeypatch):
+    """The point of batching: a worker takes the GIL a few times per group, not twice per matmul."""
+    submitted = []
+    real_submit = pipeline_module.Pipeline._submit
+
+    def counting_submit(self):
+        if self.held is not None:
+            submitted.append(self.held)
+        real_submit(self)
+
+    monkeypatch.setattr(pipeline_module.Pipeline, "_submit", counting_submit)
+    monkeypatch.setenv("NKI_SIM_WORKERS", "2")
+    body = """
+    def kernel(lhsT, rhs):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        stat = nl.ndarray((8, nl.par_dim(128), 128), dtype=lhsT.dtype)
+        movs = nl.ndarray((8, nl.par_dim(128), 512), dtype=rhs.dtype)
+        for k in nl.affine_range(8):
+            stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
+            movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
+        acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(8):
+            acc += nisa.nc_matmul(stat[k], movs[k])
+        nl.store(out, value=nl.copy(acc))
+        return out
+    """
+    rng = np.random.default_rng(3)
+    lhsT, rhs = rng.standard_normal((1024, 128), dtype=np.float32), rng.standard_normal((1024, 512), dtype=np.float32)
+    sim, _ = run_source(body, "kernel", lhsT, rhs)
+    np.testing.assert_allclose(sim.outputs[0], lhsT.T.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+    # the 8 products with their 8 accumulations, the copy out of PSUM and the store: one job
+    assert len(submitted) == 1
+
+
+@pytest.mark.parametrize("shape", [(128, 512), (64, 48), (128, 1), (1, 1)])
+def test_batch_run_matches_one_call_per_product(shape):
+    """ProductBatch.run against np.matmul + np.add per instruction, including an accumulator that
+    is not contiguous; this also pins numpy's in-order reduction over the stack's leading axis."""
+    rng = np.random.default_rng(5)
+    m, n = shape
+    k, count = 128, 9
+    xs_base = (rng.standard_normal((count + 2, k, m), dtype=np.float32) * np.float32(1e4))
+    ys = [rng.standard_normal((k, n), dtype=np.float32) for _ in range(count)]  # separate arrays: copied
+    wide = rng.standard_normal((m, 2 * n), dtype=np.float32) * np.float32(1e4)
+    acc = wide[:, ::2]  # every other column
+    expected = acc.copy()
+    for i in range(count):
+        np.add(expected, np.matmul(xs_base[i + 1].T, ys[i]), out=expected)
+    batch = ProductBatch(("k",), (m, n), count, transpose_x=True)
+    slots = [batch.add_product(xs_base[i + 1], ys[i]) for i in range(count)]
+    batch.adds.extend((acc, i + 1) for i in range(count))
+    batch.run()
+    assert acc.view(np.int32).tolist() == expected.view(np.int32).tolist()
+    last = np.matmul(xs_base[count].T, ys[-1])
+    assert slots[-1].view(np.int32).tolist() == last.view(np.int32).tolist()  # the result tile's values
