@@ -21,7 +21,7 @@ from numpy.lib.stride_tricks import as_strided
 from evidence.nki import dtypes
 
 MAX_PRODUCTS = 32
-_FIRST_CAPACITY = 8
+_STACK_BYTES = 16 << 20
 # np.add.reduce over the stack's leading axis adds the items in order, element by element, as the
 # separate `+=` calls did; for tiny items numpy may switch to pairwise summation, so those add one by one
 _REDUCE_MIN_ELEMENTS = 1024
@@ -132,11 +132,7 @@ def _stacked(arrays: list[np.ndarray]) -> np.ndarray:
     return as_strided(first, shape=(len(arrays),) + first.shape, strides=(step,) + first.strides, writeable=False)
 
 
-def next_capacity(previous: ProductBatch | None) -> int:
-    """Slots for a new batch: as many as the last batch of the simulation used (twice as many when it
-    filled up), so a kernel's accumulation groups usually fit one batch each."""
-    if previous is None:
-        return _FIRST_CAPACITY
-    used = previous.count
-    cap = len(previous.stack) - 1
-    return min(MAX_PRODUCTS, cap * 2) if previous.full else max(2, min(MAX_PRODUCTS, used, cap))
+def capacity(slot_bytes: int) -> int:
+    """Slots for a new batch: room for the longest accumulation group worth batching, within a stack of
+    at most _STACK_BYTES (slots never written cost no memory: the stack is not initialised)."""
+    return max(2, min(MAX_PRODUCTS, _STACK_BYTES // max(slot_bytes, 1)))

@@ -8,7 +8,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
-from evidence.nki.product_batch import ProductBatch, next_capacity
+from evidence.nki.product_batch import ProductBatch, capacity
 from evidence.nki.ops.base import (
     MIN_II, PMAX, Op, check_partitions, f32, free_size, fresh, op_mask, resolve_dtype, set_result, table, tile,
 )
@@ -198,16 +198,16 @@ def _batched_product(st, c: Call, x, y, xv: np.ndarray, yv: np.ndarray) -> None:
     batch = pipeline.batch
     if batch is None or not batch.accepts(pipeline, key, x, y):
         pipeline.submit()  # the open batch (or whatever job is held) goes to the workers first
-        batch = pipeline.batch = ProductBatch(key, out.shape, next_capacity(batch), c.p["transpose_x"])
+        batch = pipeline.batch = ProductBatch(key, out.shape, capacity(4 * out.size), c.p["transpose_x"])
     buf = batch.add_product(xv, yv).reshape(out.shape)
     out.alloc.data = out.data = buf
     out.alloc.origin = st.read_origin
     if batch.job is None:
         pipeline.run(batch.run, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True)
         batch.job, batch.step = pipeline.held, len(pipeline.held.steps) - 1
-        batch.job.weight += batch.stack.nbytes
     else:
         pipeline.run(None, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True, merge=True)
+    batch.job.weight += buf.nbytes  # what the in-flight bound counts: the slots in use
 
 
 def _accumulation_mask(st, dst, accumulate):
