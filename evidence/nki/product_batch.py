@@ -22,6 +22,8 @@ from evidence.nki import dtypes
 
 MAX_PRODUCTS = 32
 _STACK_BYTES = 16 << 20
+_CAST_CHUNK_BYTES = 3 << 19  # 1.5 MiB of fp32 operands: converting a whole stack of bf16 tiles first
+# made the matmuls read them back from memory, 30-50% slower with both workers running
 # np.add.reduce over the stack's leading axis adds the items in order, element by element, as the
 # separate `+=` calls did; for tiny items numpy may switch to pairwise summation, so those add one by one
 _REDUCE_MIN_ELEMENTS = 1024
@@ -84,10 +86,16 @@ class ProductBatch:
         n = self.count
         x, y = _stacked(self.xs), _stacked(self.ys)
         self.xs = self.ys = []  # the operands' arrays go with the job
-        a = dtypes.to_f32(x).reshape(n, x.shape[1], -1)
-        a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
-        b = dtypes.to_f32(y).reshape(n, y.shape[1], -1)
-        np.matmul(a.transpose(0, 2, 1), b, out=self.stack[1:n + 1])  # one BLAS call per product, as one matmul makes
+        step = n
+        if x.dtype != np.float32 or y.dtype != np.float32:  # converted in chunks the matmul reads back from cache
+            step = max(1, _CAST_CHUNK_BYTES // (4 * (x[0].size + y[0].size)))
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            a = dtypes.to_f32(x[lo:hi]).reshape(hi - lo, x.shape[1], -1)
+            a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
+            b = dtypes.to_f32(y[lo:hi]).reshape(hi - lo, y.shape[1], -1)
+            # one BLAS call per product, exactly as a single matmul makes it
+            np.matmul(a.transpose(0, 2, 1), b, out=self.stack[lo + 1:hi + 1])
         adds, i = self.adds, 0
         while i < len(adds):
             acc, slot = adds[i]

@@ -16,18 +16,18 @@ LAYOUTS = """
     def kernel(lhsT, rhs, small):
         K, M = lhsT.shape
         _, N = rhs.shape
-        out = nl.ndarray((M, 4 * 256 + 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        out = nl.ndarray((M, 5 * 256 + 2), dtype=nl.float32, buffer=nl.shared_hbm)
         KT = K // 128
         stat = nl.ndarray((KT, nl.par_dim(128), M), dtype=lhsT.dtype)
         movs = nl.ndarray((KT, nl.par_dim(128), N), dtype=rhs.dtype)
         for k in nl.affine_range(KT):
             stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
             movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
-        # operands at equal steps in block tensors (a strided stack), bf16 or fp32
-        acc = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
+        # operands at equal steps in block tensors (a strided stack), bf16 (converted in chunks) or fp32
+        acc = nl.zeros((M, 512), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(KT):
-            acc += nisa.nc_matmul(stat[k], movs[k, :, 0:256])
-        nl.store(out[:, 0:256], value=nl.copy(acc))
+            acc += nisa.nc_matmul(stat[k], movs[k, :, 0:512])
+        nl.store(out[:, 0:512], value=nl.copy(acc))
         # fresh tiles per step (stacked by copying), two accumulators taking turns, one of them a
         # column slice of a wider PSUM tile
         wide = nl.zeros((M, 512), dtype=nl.float32, buffer=nl.psum)
@@ -37,8 +37,8 @@ LAYOUTS = """
             m = nl.load(rhs[k * 128:(k + 1) * 128, 256:512])
             wide[:, 0:256] += nisa.nc_matmul(s, m)
             other += nisa.nc_matmul(stat[k], m)
-        nl.store(out[:, 256:512], value=nl.copy(wide[:, 0:256]))
-        nl.store(out[:, 512:768], value=nl.copy(other))
+        nl.store(out[:, 512:768], value=nl.copy(wide[:, 0:256]))
+        nl.store(out[:, 768:1024], value=nl.copy(other))
         # x untransposed ([M, K] on the partitions), free axes of 3-D tiles flattened
         last = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(KT):
@@ -47,16 +47,16 @@ LAYOUTS = """
             y[:, 0, :] = nl.load(rhs[k * 128:(k + 1) * 128, 512:640])
             y[:, 1, :] = nl.load(rhs[k * 128:(k + 1) * 128, 640:768])
             last += nl.matmul(x, y, transpose_x=False)
-        nl.store(out[:, 768:1024], value=nl.copy(last))
+        nl.store(out[:, 1024:1280], value=nl.copy(last))
         # single-element products: accumulated one by one (no reduction over tiny items)
         one = nl.zeros((1, 1), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(KT):
             v = nl.load(small[k * 128:(k + 1) * 128, 0:1])
             one += nisa.nc_matmul(v, v)
-        nl.store(out[0:1, 1024:1025], value=nl.copy(one))
+        nl.store(out[0:1, 1280:1281], value=nl.copy(one))
         # a product read on its own after the accumulation: its slot keeps its values
         part = nisa.nc_matmul(stat[0], movs[0, :, 0:1])
-        nl.store(out[:, 1025:1026], value=nl.copy(part))
+        nl.store(out[:, 1281:1282], value=nl.copy(part))
         return out
 """
 
@@ -82,9 +82,9 @@ def test_batched_products_give_the_serial_results_bit_for_bit(monkeypatch, dtype
     assert serial.report.model_dump() == batched.report.model_dump()
     assert serial.trace == batched.trace
     a, b, s = (x.astype(np.float64) for x in args)
-    ref = a.T @ b[:, 0:256]
-    assert np.abs(batched.outputs[0][:, 0:256] - ref).max() <= 1e-5 * np.abs(ref).max()
-    np.testing.assert_allclose(batched.outputs[0][0, 1024], (s * s).sum(), rtol=1e-5)
+    ref = a.T @ b[:, 0:512]
+    assert np.abs(batched.outputs[0][:, 0:512] - ref).max() <= 1e-5 * np.abs(ref).max()
+    np.testing.assert_allclose(batched.outputs[0][0, 1280], (s * s).sum(), rtol=1e-5)
 
 
 def test_an_accumulation_group_runs_as_one_job(monkeypatch):
