@@ -152,6 +152,35 @@ def _yield_to_the_kernel_thread() -> None:
         pass
 
 
+def _writers_of(a, block: int | None, me: Job, deps: list) -> None:
+    """The pending jobs an access to allocation `a` (to one block of it, or anywhere) must follow."""
+    if a.writer is None:
+        return
+    if a.block_writers is None:
+        if a.writer is not me:
+            deps.append(a.writer)
+        return
+    if a.whole_writer is not None and a.whole_writer is not me:
+        deps.append(a.whole_writer)
+    if block is None:
+        deps.extend(j for j in a.block_writers.values() if j is not me)
+    else:
+        j = a.block_writers.get(block)
+        if j is not None and j is not me:
+            deps.append(j)
+
+
+def _wait_for_writers(a) -> None:
+    """Every pending job writing allocation `a` has run (its block writers run in any order)."""
+    if a.block_writers:
+        for j in a.block_writers.values():
+            j.result()
+    if a.whole_writer is not None:
+        a.whole_writer.result()
+    a.writer.result()
+    a.writer = a.whole_writer = a.block_writers = None
+
+
 class Pipeline:
     """The jobs of one simulation and the hazards they hold on allocations (`Alloc.writer`/`readers`)."""
 
@@ -171,13 +200,15 @@ class Pipeline:
         """Jobs pending or held: the simulating thread must settle before touching tensor data."""
         return bool(self.jobs) or self.held is not None
 
-    def run(self, fn, reads=(), writes=(), hold: bool = False, merge: bool = False) -> None:
+    def run(self, fn, reads=(), writes=(), hold: bool = False, merge: bool = False, block: int | None = None) -> None:
         """Run `fn` (numpy work on arrays only) after the jobs it depends on, on a worker when there are any.
 
         `hold`: more steps for the same job are likely to follow at once (the next `run` joins them);
         the job is submitted by the next `run` without `hold`, or before anything waits.
         `merge` (with a held job): no new step; the held job's last step also does this work (a product
-        batch taking one more matmul, evidence.nki.product_batch), so it also waits for these dependencies."""
+        batch taking one more matmul, evidence.nki.product_batch), so it also waits for these dependencies.
+        `block` (with one allocation in `writes`): the job writes only that block of it (`Tensor._one_block`),
+        so it waits for earlier writers of that block and of the whole allocation, not for other blocks'."""
         if self.queue is None:
             self.settle(reads, writes)
             fn()
@@ -186,10 +217,10 @@ class Pipeline:
         if me is None:
             me = self.held = Job()
         deps = []
-        for a in (*reads, *writes):
-            if a.writer is not None and a.writer is not me:
-                deps.append(a.writer)
+        for a in reads:
+            _writers_of(a, None, me, deps)
         for a in writes:
+            _writers_of(a, block, me, deps)
             deps.extend(r for r in a.readers if r is not me)
         if merge and me.steps:
             me.steps[-1][0].extend(deps)
@@ -197,6 +228,12 @@ class Pipeline:
             me.steps.append((deps, fn))
         for a in writes:
             a.writer, a.readers = me, []
+            if block is None:
+                a.whole_writer, a.block_writers = me, None
+            elif a.block_writers is None:
+                a.block_writers = {block: me}
+            else:
+                a.block_writers[block] = me
         for a in reads:
             readers = a.readers
             if readers and readers[-1] is me:
@@ -276,12 +313,10 @@ class Pipeline:
             self._submit()
         for a in reads:
             if a.writer is not None:
-                a.writer.result()
-                a.writer = None
+                _wait_for_writers(a)
         for a in writes:
             if a.writer is not None:
-                a.writer.result()
-                a.writer = None
+                _wait_for_writers(a)
             if a.readers:
                 for r in a.readers:
                     r.result()

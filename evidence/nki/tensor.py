@@ -20,6 +20,7 @@ import math
 from operator import add
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
@@ -41,7 +42,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
-                 "unwritten", "cov", "lcov", "__weakref__")
+                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -61,6 +62,8 @@ class Alloc:
         self.uid = st.new_alloc_id()  # stable id of this allocation in the trace (dependencies, liveness)
         self.writer = None  # the pending pipeline job writing this allocation (evidence.nki.pipeline)
         self.readers: list = []  # pending pipeline jobs reading it
+        self.whole_writer = None  # of those writers, the last that may have written anywhere in it
+        self.block_writers: dict | None = None  # block index -> the last pending job writing only that block
         tracked = uninit and buffer in ONCHIP and not st.trace_only
         if data is None:
             if st.trace_only:
@@ -274,11 +277,25 @@ class Tensor(HostAccessGuard):
         def job() -> None:
             dst[...] = dtypes.cast(value, dt) if convert else value
 
-        st.pipeline.run(job, reads=(src,), writes=(self.alloc,))
+        st.pipeline.run(job, reads=(src,), writes=(self.alloc,), block=self._one_block())
         self.mark_written(None)
         if self.stamp is not None:
             _stamp(st, self.alloc, self.stamp, ..., None, False)
         return True
+
+    def _one_block(self) -> int | None:
+        """The block of a block-dimension allocation that holds all of this view's memory (its index in
+        the C-ordered blocks, from the addresses themselves), or None: writes to different blocks need
+        not wait for each other (a PSUM group copied into its block of `(KC, MT, NB, par_dim(128), N)`)."""
+        alloc = self.alloc
+        data = alloc.data
+        if not alloc.pdim or self.data.size == 0 or not data.flags.c_contiguous:
+            return None
+        block_bytes = data.itemsize * math.prod(data.shape[alloc.pdim:])
+        base = data.__array_interface__["data"][0]
+        lo, hi = byte_bounds(self.data)
+        first, last = (lo - base) // block_bytes, (hi - 1 - base) // block_bytes
+        return first if first == last and 0 <= first else None
 
     def locate(self, mask=None):
         """An advanced access as (parent, index arrays, mask or None, grid shape), all in grid space.

@@ -4,6 +4,7 @@ strided views, lazily allocated block dimensions."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import psutil
@@ -321,3 +322,72 @@ def test_stores_of_copied_psum_tiles_as_jobs_give_the_serial_results_trace_and_r
         None if w is None else w.tolist() for w in threaded.written]
     np.testing.assert_allclose(threaded.outputs[0], lhsT.astype(np.float32).T @ rhs.astype(np.float32), rtol=1e-4,
                                atol=1e-3)
+
+
+class _Allocation:
+    """What the pipeline keeps on an allocation (tensor.Alloc) for its hazards."""
+
+    def __init__(self) -> None:
+        self.writer = self.whole_writer = self.block_writers = None
+        self.readers = []
+
+
+def _wait_until(cond) -> None:
+    deadline = time.monotonic() + 5
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert cond()
+
+
+def test_writes_to_different_blocks_do_not_wait_for_each_other():
+    from evidence.nki.pipeline import Pipeline
+
+    pipe, a, gate, order = Pipeline(2), _Allocation(), threading.Event(), []
+    try:
+        pipe.run(lambda: order.append("whole write"), writes=(a,))
+        pipe.run(lambda: (gate.wait(5), order.append("block 0")), writes=(a,), block=0)
+        pipe.run(lambda: order.append("block 1"), writes=(a,), block=1)
+        pipe.run(lambda: order.append("block 1 again"), writes=(a,), block=1)
+        _wait_until(lambda: "block 1 again" in order)  # while block 0's job is still held up
+        pipe.run(lambda: order.append("read anywhere"), reads=(a,))
+        time.sleep(0.1)  # room for the read to run too early
+        assert "read anywhere" not in order  # it waits for block 0's writer
+        gate.set()
+        pipe.settle(reads=(a,))
+        pipe.drain()
+    finally:
+        gate.set()
+        pipe.close()
+    assert order == ["whole write", "block 1", "block 1 again", "block 0", "read anywhere"]
+
+
+def test_settling_an_allocation_waits_for_every_block_writer(monkeypatch, operands):
+    """PSUM groups copied into the blocks of a block-dimension tile by jobs that run in any order, then
+    read back whole by the kernel: the serial results, bit for bit."""
+    body = """
+    def kernel(lhsT, rhs):
+        K, M = lhsT.shape
+        _, N = rhs.shape
+        out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+        stat = nl.ndarray((K // 128, nl.par_dim(128), M), dtype=lhsT.dtype)
+        parts = nl.ndarray((N // 256, nl.par_dim(M), 256), dtype=nl.float32)
+        for k in nl.affine_range(K // 128):
+            stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
+        for n in nl.affine_range(N // 256):
+            acc = nl.zeros((M, 256), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                acc += nisa.nc_matmul(stat[k], nl.load(rhs[k * 128:(k + 1) * 128, n * 256:(n + 1) * 256]))
+            parts[n] = nl.copy(acc)
+        total = nl.zeros((M, 256), dtype=nl.float32)
+        for n in nl.sequential_range(N // 256):
+            total[...] = nl.add(total, parts[n])
+            nl.store(out[:, n * 256:(n + 1) * 256], value=parts[n])
+        nl.store(out[:, 0:256], value=total)
+        return out
+    """
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers], _ = run_source(body, "kernel", *operands)
+    assert np.array_equal(runs["0"].outputs[0], runs["2"].outputs[0])
+    assert runs["0"].trace == runs["2"].trace
