@@ -79,6 +79,13 @@ class Coverage:
                     return None
         return math.prod(map(sub, box[1], box[0]))
 
+    def any(self) -> bool:
+        """Some element is covered: a recorded box says so without the mask (boxes are never empty)."""
+        if self.wide or any(self.blocks.values()):
+            return True
+        self.sync()
+        return bool(self.mask.any())
+
     def sync(self) -> None:
         """Bring the mask up to date with every recorded box."""
         if not self.painted:

@@ -26,7 +26,7 @@ from evidence.nki.ops import OPS
 from evidence.nki.pipeline import default_workers, prompt_gil_handoff, single_threaded_blas
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
-from evidence.nki.tensor import Alloc, Tensor
+from evidence.nki.tensor import Alloc, Tensor, materialise_stamps, written_count
 from evidence.nki.trace import Recorder, TraceEvent
 
 
@@ -213,7 +213,9 @@ def _post_checks(st, ret, wrapped, wkw) -> None:
                                       *r.alloc.site)
             stamp = r.alloc.stamp
             if stamp is not None:
-                written = np.count_nonzero(stamp >= 0)
+                written = written_count(r.alloc)
+                if written is None:
+                    written = np.count_nonzero(stamp >= 0)
                 if written == 0:
                     st.findings[("unwritten", id(r.alloc))] = _state.Finding(
                         "err_tensor_output_not_written_to", f"output {list(r.shape)} is never written", *r.alloc.site, "high")
@@ -241,5 +243,11 @@ def _written(t):
     """Which elements of a kernel-created output the kernel wrote (None: all, or not tracked)."""
     if not isinstance(t, Tensor) or t.stamp is None or t.alloc.param >= 0 or t.adv is not None:
         return None
+    known = written_count(t.alloc)
+    if known == t.alloc.stamp.size:
+        return None
+    if known == 0:
+        return np.zeros(np.shape(t.stamp), dtype=bool)
+    materialise_stamps(t.alloc)
     mask = np.asarray(t.stamp) >= 0
     return None if mask.all() else np.array(mask, dtype=bool)

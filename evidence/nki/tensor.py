@@ -42,7 +42,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
-                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "__weakref__")
+                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -54,6 +54,7 @@ class Alloc:
         self.param = -1
         self.mutable = False
         self.stamp = None
+        self.stamp_boxes = None  # evidence.nki.stamp_boxes: the stamps as boxes until elements are needed
         self.lmask = None
         self.origin = None  # file:line of an undefined read some of the values held here derive from
         self.dep_reported = False  # output dependency already reported
@@ -227,7 +228,7 @@ class Tensor(HostAccessGuard):
                 _sync(self.alloc)
                 if self._check_init(self.wmask, mask):
                     data = undefined.fill(data, self.wmask)
-            elif self.stamp is not None and self.alloc.param < 0:
+            elif self.stamp is not None and self.alloc.param < 0 and not stamped(self):
                 self._check_init(self.stamp >= 0, mask)
             if self.alloc.origin is not None:
                 undefined.inherit(self.alloc)
@@ -240,6 +241,7 @@ class Tensor(HostAccessGuard):
             if self._check_init(written, m):
                 data = undefined.fill(data, written)
         elif parent.stamp is not None and parent.alloc.param < 0:
+            materialise_stamps(parent.alloc)
             self._check_init(parent.stamp[idx] >= 0, m)
         if parent.alloc.origin is not None:
             undefined.inherit(parent.alloc)
@@ -256,7 +258,7 @@ class Tensor(HostAccessGuard):
                 _sync(self.alloc)
                 if not self.wmask.all():
                     return None
-        elif self.stamp is not None and self.alloc.param < 0 and not (self.stamp >= 0).all():
+        elif self.stamp is not None and self.alloc.param < 0 and not stamped(self):
             return None
         if self.alloc.origin is not None:
             undefined.inherit(self.alloc)
@@ -280,7 +282,7 @@ class Tensor(HostAccessGuard):
         st.pipeline.run(job, reads=(src,), writes=(self.alloc,), block=self._one_block())
         self.mark_written(None)
         if self.stamp is not None:
-            _stamp(st, self.alloc, self.stamp, ..., None, False)
+            _stamp(st, self.alloc, self.stamp, ..., None, False, self.region())
         return True
 
     def _one_block(self) -> int | None:
@@ -373,7 +375,7 @@ class Tensor(HostAccessGuard):
                 np.copyto(self.data, v, where=fit_mask(mask, self.shape), casting="unsafe")
         self.mark_written(mask)
         if self.stamp is not None:
-            _stamp(st, self.alloc, self.stamp, ..., mask, accumulate)
+            _stamp(st, self.alloc, self.stamp, ..., mask, accumulate, self.region())
 
     # --- nki 0.3+ (dst-first calls, access patterns) ------------------------------------------
     def check_destination(self, c) -> None:
@@ -608,32 +610,67 @@ def _clip_masked(idx: tuple, shape: tuple[int, ...], mask, view_shape) -> tuple:
     return tuple(out)
 
 
-def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool = False) -> None:
-    """Record the write path of an HBM write; report writes by different affine iterations."""
+def _stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool = False, box=None) -> None:
+    """Record the write path of an HBM write; report writes by different affine iterations. `box`: the
+    region written, when the write is one box (whole, unmasked), which the stamp boxes may record alone."""
     pid = st.path_id()
-    if mask is not None and idx is ...:
-        region = stamp[full_mask(mask, stamp.shape)]
+    boxes = alloc.stamp_boxes
+    prev = None if boxes is None or box is None or mask is not None else boxes.record(box, pid)
+    if prev is not None:
+        earlier = (prev,) if prev >= 0 else ()
     else:
-        region = stamp[idx]
-    if not accumulate and region.size and region.max() >= 0 and not alloc.dep_reported:
-        prev = np.unique(region[region >= 0])
-        for p in prev[:64]:
-            if int(p) != pid and st.conflicting(int(p), pid):
-                st.finding(
-                    "err_unexpected_output_dependencies",
-                    f"different iterations of an affine_range loop (or SPMD instances) write the same "
-                    f"elements of {alloc.name or 'an HBM tensor'} {list(alloc.shape)}; index the write by the "
-                    "loop variable or use sequential_range",
-                    "high",
-                )
-                alloc.dep_reported = True
+        materialise_stamps(alloc)
+        where = full_mask(mask, stamp.shape) if mask is not None and idx is ... else idx
+        region = stamp[where]
+        earlier = ()
+        if not accumulate and region.size and region.max() >= 0 and not alloc.dep_reported:
+            earlier = np.unique(region[region >= 0])[:64].tolist()
+        if mask is not None and idx is ...:
+            np.copyto(stamp, pid, where=fit_mask(mask, stamp.shape))
+        else:
+            stamp[idx] = pid
+    if not accumulate and not alloc.dep_reported:
+        for p in earlier:
+            if p != pid and st.conflicting(p, pid):
+                _output_dependency(st, alloc)
                 break
-    if mask is not None and idx is ...:
-        np.copyto(stamp, pid, where=fit_mask(mask, stamp.shape))
-    else:
-        stamp[idx] = pid
     if alloc.param >= 0 and alloc.param not in st.param_writes:
         st.param_writes[alloc.param] = st.where()
+
+
+def _output_dependency(st, alloc: Alloc) -> None:
+    st.finding(
+        "err_unexpected_output_dependencies",
+        f"different iterations of an affine_range loop (or SPMD instances) write the same "
+        f"elements of {alloc.name or 'an HBM tensor'} {list(alloc.shape)}; index the write by the "
+        "loop variable or use sequential_range",
+        "high",
+    )
+    alloc.dep_reported = True
+
+
+def materialise_stamps(alloc: Alloc) -> None:
+    """From now on the per-element stamp array alone records the HBM writes (see evidence.nki.stamp_boxes)."""
+    if alloc.stamp_boxes is not None:
+        alloc.stamp_boxes.materialise()
+        alloc.stamp_boxes = None
+
+
+def stamped(t: Tensor) -> bool:
+    """Every element of this basic view of a kernel-created HBM tensor was written."""
+    boxes = t.alloc.stamp_boxes
+    if boxes is not None:
+        box = t.region()
+        if box is not None and boxes.covers(box):
+            return True
+        materialise_stamps(t.alloc)
+    return bool((t.stamp >= 0).all())
+
+
+def written_count(alloc: Alloc) -> int | None:
+    """How many elements of a kernel-created HBM tensor were written, when the stamp boxes know it
+    without the per-element array (None: count on `alloc.stamp`)."""
+    return None if alloc.stamp_boxes is None else alloc.stamp_boxes.volume
 
 
 def index(t: Tensor, key) -> Tensor:

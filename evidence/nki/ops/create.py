@@ -13,6 +13,7 @@ from evidence.nki.ops.base import (
     PMAX, PSUM_FMAX_BYTES, Op, check_partitions, cost_gpsimd, cost_stream, fresh, op_mask, resolve_dtype,
     set_result, table,
 )
+from evidence.nki.stamp_boxes import StampBoxes
 from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
 
 
@@ -105,7 +106,9 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
                 raise st.error("err_spmd_shape_mismatch", "SPMD instances create different shared_hbm shapes")
             return Tensor.whole(alloc)
     alloc = Alloc(st, buf, shape, dt, None, 0, name)
-    alloc.stamp = np.full(shape, -1, dtype=np.int32)
+    # filled (-1: never written) only when a write or read needs its elements (evidence.nki.stamp_boxes)
+    alloc.stamp = st.pages.zeros(shape, np.int32)
+    alloc.stamp_boxes = StampBoxes(alloc.stamp)
     alloc.site = st.where()
     if buf == "shared_hbm":
         st.shared.append(alloc)

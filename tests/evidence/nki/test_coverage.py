@@ -60,6 +60,18 @@ def test_irregular_write_paints_deferred_boxes_and_stops_counting():
     assert cov.count(B((0, 1), (0, 4))) == 0  # what the boxes name is still covered
 
 
+def test_any_answers_from_the_boxes_without_painting():
+    mask = np.zeros((4, 4), bool)
+    assert not Coverage(0, np.zeros((4, 4), bool), lazy=True).any()
+    cov = Coverage(0, mask, lazy=True)
+    cov.record(B((1, 2), (0, 4)))
+    assert cov.any() and not mask.any()  # deferred boxes stay unpainted
+    other = Coverage(0, np.zeros((4, 4), bool), lazy=True)
+    other.irregular()
+    other.mask[3, 3] = True  # written through the mask only (a gathered access)
+    assert other.any()
+
+
 def test_too_many_boxes_fall_back_to_the_mask():
     mask = np.zeros((64, 64), bool)
     cov = Coverage(0, mask, lazy=True)

@@ -107,3 +107,16 @@ def test_a_whole_input_loaded_and_changed_in_place_leaves_the_input_alone():
     np.testing.assert_array_equal(a, A)
     np.testing.assert_array_equal(sim.outputs[0], A)
     assert _host_findings(sim.report) == []
+
+
+def test_input_digests_see_one_changed_byte_in_any_chunk_and_do_not_depend_on_threads(monkeypatch):
+    from evidence.nki import host_access
+
+    monkeypatch.setattr(host_access, "_CHUNK", 1024)  # a 4 KiB input in four chunks
+    a = np.arange(1024, dtype=np.float32)
+    before = host_access._digests({0: a}, None)
+    assert host_access._digests({0: a}, lambda fns: [fn() for fn in reversed(fns)][::-1]) == before
+    for at in (0, 1500, 4095):
+        b = a.copy()
+        b.view(np.uint8)[at] ^= 1
+        assert host_access._digests({0: b}, None) != before
