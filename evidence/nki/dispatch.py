@@ -93,6 +93,23 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     return c.result
 
 
+def self_assignment(view) -> bool:
+    """What `call("assign", (t, key, view))` does when `view` is `t[key]` itself (check_assign's "same":
+    no instruction, no trace event, no data): sample the peaks, note an argument written, start the
+    next instruction's provenance afresh. False when the run's op table has no "assign" row to bypass."""
+    st = _state.current()
+    if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
+        st.sample_peaks()
+    if "assign" not in st.ops:
+        return False
+    if view.alloc.param >= 0:
+        st.params_written.add(view.alloc.param)
+    if not st.trace_only:
+        st.read_origin = None  # as call() does before an execute rule
+        st.read_direct = False
+    return True
+
+
 def partition_start(st, c: Call) -> None:
     """The partition start rule binds compute engines (REFERENCE §1): report a view that breaks it when
     an engine instruction reads or writes it, or when it receives a fresh result an engine produced.

@@ -102,7 +102,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views")
+                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -129,6 +129,7 @@ class Tensor(HostAccessGuard):
         self.producer = None  # engine of the instruction that produced this fresh result
         self.box = None  # the region of the allocation this view is, when it is one box (see region())
         self.views = None  # the fast path's views cut from this tensor: (recipe, starts) -> what to build them from
+        self.last = None  # (key, view) of the last `self[key]` the fast path served (see `assigns_itself`)
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -185,10 +186,14 @@ class Tensor(HostAccessGuard):
 
     # --- indexing ------------------------------------------------------------------------
     def __getitem__(self, key) -> Tensor:
-        return index(self, key)
+        v = index(self, key)
+        if v.cut is not None:  # a fast-path view: its key holds only integers and index expressions, no tiles
+            self.last = (key, v)
+        return v
 
     def __setitem__(self, key, value) -> None:
-        dispatch.call("assign", (self, key, value), {})
+        if not assigns_itself(self, key, value):
+            dispatch.call("assign", (self, key, value), {})
 
     # --- views and casts (tensor methods) ------------------------------------------------
     def reshape(self, *shape, **kw) -> Tensor:
@@ -535,6 +540,16 @@ class Tensor(HostAccessGuard):
     def __isub__(self, o): return dispatch.call("inplace", (self, o, "subtract"), {})
     def __imul__(self, o): return dispatch.call("inplace", (self, o, "multiply"), {})
     def __itruediv__(self, o): return dispatch.call("inplace", (self, o, "divide"), {})
+
+
+def assigns_itself(t: Tensor, key, value) -> bool:
+    """`t[key] = value` where `value` is the very view `t[key]` returned for this key object: the store
+    Python issues after `t[key] += x`. Such an assignment moves nothing (`same_view`, ops.memory), so
+    only its dispatch bookkeeping is done (`dispatch.self_assignment`), without indexing `t` again."""
+    last = t.last
+    if last is None or last[1] is not value or last[0] is not key or value.producer is not None:
+        return False
+    return dispatch.self_assignment(value)
 
 
 def _scalar(x) -> int:
