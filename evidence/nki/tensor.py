@@ -699,51 +699,67 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
     per subscript structure (strided.recipe); None when the general path must decide."""
     if t.adv is not None or t.data is None:
         return None
+    at = _affine_subscript(key, t.shape)
+    if at is None:
+        return None
+    # Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per
+    # output tile): the views cut before are kept on the tensor, valid while its arrays are the same.
+    # Views are never changed once made (what instructions change is the allocation), so the same one serves.
+    views = t.views
+    made = None if views is None else views.get(at)
+    if made is not None and made[0] is t.data and made[1] is t.wmask:
+        return made[2]
+    v = _cut_view(t, key, *at)
+    if v is not None:
+        if views is None or len(views) >= _VIEWS_KEPT:
+            views = t.views = {}
+        views[at] = (t.data, t.wmask, v)
+    return v
+
+
+def _affine_subscript(key: tuple, dims: tuple[int, ...]) -> tuple | None:
+    """(structure, starts) of a subscript of integers and affine index expressions into `dims`: per index
+    None (an integer) or (shape, steps) of the expression, and its start; None for any other subscript."""
     sig = []
     starts = []
     expr = False
-    dims = t.shape
-    for i, k in enumerate(key):
-        if type(k) is IndexExpr and k.form is not None and (k.lifted or len(dims) <= 1):
-            sig.append((k.shape, k.form[1]))
-            starts.append(k.form[0])
+    nd = len(dims)
+    i = 0
+    for k in key:
+        if type(k) is IndexExpr and k.form is not None and (k.lifted or nd <= 1):
+            form = k.form
+            sig.append((k.shape, form[1]))
+            starts.append(form[0])
             expr = True
-        elif type(k) is int and i < len(dims) and -dims[i] <= k < dims[i]:
+        elif type(k) is int and i < nd and -dims[i] <= k < dims[i]:
             sig.append(None)
             starts.append(k % dims[i])
         else:
             return None
-    if not expr:
-        return None
-    rc = strided.recipe(dims, tuple(sig))
+        i += 1
+    return (tuple(sig), tuple(starts)) if expr else None
+
+
+def _cut_view(t: Tensor, key: tuple, sig: tuple, starts: tuple) -> Tensor | None:
+    """The view of `t` an affine subscript of structure `sig` addresses from `starts` (`_affine_subscript`),
+    cut from its data and bookkeeping arrays; None when the general path must decide."""
+    dims = t.shape
+    rc = strided.recipe(dims, sig)
     if rc is None:
         return None
-    starts.extend([0] * (len(rc.steps) - len(starts)))  # the un-indexed trailing axes start at 0
-    at = (rc, tuple(starts))
-    # Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per
-    # output tile): the views cut before are kept on the tensor, valid while its arrays are the same.
-    views = t.views
-    made = None if views is None else views.get(at)
-    if made is None or made[0] is not t.data or made[1] is not t.wmask:
-        for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
-            if start + lo < 0 or start + hi >= n:
-                return None  # out of range: a mask may make it legal (the general path's lazy gather)
-        a = strided.cut
-        ck = strided.cut_key(rc, starts)
-        block = t.block + _block_ints(key, dims, t.pdim) if t.pdim else t.block
-        box = None
-        if rc.extents is not None and t.data is t.alloc.data:
-            box = (at[1], tuple(map(add, at[1], rc.extents)))
-        made = (t.data, t.wmask, a(t.data, rc, starts, ck), None if t.wmask is None else a(t.wmask, rc, starts, ck),
-                None if t.stamp is None else a(t.stamp, rc, starts, ck),
-                None if t.lmask is None else a(t.lmask, rc, starts, ck), block, box)
-        if views is None or len(views) >= _VIEWS_KEPT:
-            views = t.views = {}
-        views[at] = made
-    v = Tensor(t.alloc, made[2], rc.shape, 0, made[3], made[4], made[5])
-    v.block = made[6]
-    v.box = made[7]
-    v.cut = (rc, t.data, at[1])
+    if len(starts) < len(rc.steps):
+        starts += (0,) * (len(rc.steps) - len(starts))  # the un-indexed trailing axes start at 0
+    for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
+        if start + lo < 0 or start + hi >= n:
+            return None  # out of range: a mask may make it legal (the general path's lazy gather)
+    a = strided.cut
+    ck = strided.cut_key(rc, starts)
+    v = Tensor(t.alloc, a(t.data, rc, starts, ck), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts, ck),
+               None if t.stamp is None else a(t.stamp, rc, starts, ck), None if t.lmask is None else a(t.lmask, rc, starts, ck))
+    v.block = t.block + _block_ints(key, dims, t.pdim) if t.pdim else t.block
+    if rc.extents is not None and t.data is t.alloc.data:
+        v.box = (starts, tuple(map(add, starts, rc.extents)))
+    v.cut = (rc, t.data, starts)
     return v
 
 
