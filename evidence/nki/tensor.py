@@ -102,7 +102,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last")
+                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last", "written")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -130,6 +130,7 @@ class Tensor(HostAccessGuard):
         self.box = None  # the region of the allocation this view is, when it is one box (see region())
         self.views = None  # the fast path's views cut from this tensor: (recipe, starts) -> what to build them from
         self.last = None  # (key, view) of the last `self[key]` the fast path served (see `assigns_itself`)
+        self.written = False  # every element is known written: writes never unwrite, so it stays so (`_covered`)
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -306,12 +307,18 @@ class Tensor(HostAccessGuard):
         return b
 
     def _covered(self) -> bool:
-        """Every element of this view was written (the allocation's boxes say so, without its mask)."""
+        """Every element of this view was written (the allocation's boxes say so, without its mask). Kept
+        views (`_affine_view`) are read again and again: the first yes is remembered."""
+        if self.written:
+            return True
         cov = self.alloc.cov
         if cov is None:
             return False
         box = self.region()
-        return box is not None and cov.covers(box)
+        if box is not None and cov.covers(box):
+            self.written = True
+            return True
+        return False
 
     def _check_init(self, written: np.ndarray, mask) -> bool:
         """Record a read of undefined elements (within `mask`) as this instruction's origin; True if any."""
