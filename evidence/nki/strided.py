@@ -153,8 +153,8 @@ _recipes: dict = {}
 
 
 def recipe(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
-    """The recipe of a subscript into `dims`; `sig` per index: None for an integer, else (shape of
-    the index expression, its form's steps). None when the general path must decide."""
+    """The recipe of a subscript into `dims`; `sig` per index: None for an integer, else the index
+    expression's structure (`indexing.Structure`: shape and steps). None when the general path must decide."""
     key = (dims, sig)
     r = _recipes.get(key)
     if r is None:
@@ -165,7 +165,7 @@ def recipe(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
 
 
 def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
-    shapes = [s[0] for s in sig if s is not None]
+    shapes = [s.shape for s in sig if s is not None]
     if len(sig) > len(dims) or (any(len(s) == 1 for s in shapes) and any(len(s) > 1 for s in shapes)):
         return None  # the general path lifts or reports these
     rest = dims[len(sig):]
@@ -174,7 +174,7 @@ def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
     except ValueError:
         return None
     r = len(rest)
-    comps = [((), ()) if s is None else (s[0] + (1,) * r, s[1]) for s in sig]
+    comps = [((), ()) if s is None else (s.shape + (1,) * r, s.steps) for s in sig]
     for i, d in enumerate(rest):  # un-indexed trailing axes become explicit grids, as in the general path
         shape = [1] * (nb + r)
         shape[nb + i] = d

@@ -726,7 +726,7 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
 
 def _affine_subscript(key: tuple, dims: tuple[int, ...]) -> tuple | None:
     """(structure, starts) of a subscript of integers and affine index expressions into `dims`: per index
-    None (an integer) or (shape, steps) of the expression, and its start; None for any other subscript."""
+    None (an integer) or the expression's `indexing.Structure`, and its start; None for any other subscript."""
     sig = []
     starts = []
     expr = False
@@ -734,9 +734,8 @@ def _affine_subscript(key: tuple, dims: tuple[int, ...]) -> tuple | None:
     i = 0
     for k in key:
         if type(k) is IndexExpr and k.form is not None and (k.lifted or nd <= 1):
-            form = k.form
-            sig.append((k.shape, form[1]))
-            starts.append(form[0])
+            sig.append(k.structure)
+            starts.append(k.form[0])
             expr = True
         elif type(k) is int and i < nd and -dims[i] <= k < dims[i]:
             sig.append(None)
