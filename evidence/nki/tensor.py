@@ -755,14 +755,16 @@ def _cut_view(t: Tensor, key: tuple, sig: tuple, starts: tuple) -> Tensor | None
         return None
     if len(starts) < len(rc.steps):
         starts += (0,) * (len(rc.steps) - len(starts))  # the un-indexed trailing axes start at 0
-    for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
-        if start + lo < 0 or start + hi >= n:
-            return None  # out of range: a mask may make it legal (the general path's lazy gather)
+    if not strided.in_range(rc, starts):
+        return None  # out of range: a mask may make it legal (the general path's lazy gather)
     a = strided.cut
     ck = strided.cut_key(rc, starts)
     v = Tensor(t.alloc, a(t.data, rc, starts, ck), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts, ck),
                None if t.stamp is None else a(t.stamp, rc, starts, ck), None if t.lmask is None else a(t.lmask, rc, starts, ck))
-    v.block = t.block + _block_ints(key, dims, t.pdim) if t.pdim else t.block
+    if t.pdim:  # the leading integers on block dimensions (`_block_ints`): their starts
+        v.block = t.block + starts[:min(rc.leading_ints, t.pdim)]
+    else:
+        v.block = t.block
     if rc.extents is not None and t.data is t.alloc.data:
         v.box = (starts, tuple(map(add, starts, rc.extents)))
     v.cut = (rc, t.data, starts)
