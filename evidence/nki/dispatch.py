@@ -255,14 +255,16 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     cycles = op.cost(st, c) if op.cost is not None else 0.0
     file, line = st.where()
     rec = st.recorder
-    if rec.keep:
-        rd = tuple((t.alloc.uid, t.block) for t in c.ins)
-        wr = (out.alloc.uid, out.block) if out is not None else None
-        run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
-    else:
-        rd, wr, run = (), None, 0
-    rec.record(c.op, c.engine, line, tuple(shapes), "" if dt is None else _dtype_name(dt), parts, elements,
-               (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2]), float(cycles), c.flops,
+    dtname = "" if dt is None else _dtype_name(dt)
+    reads, writes = (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2])
+    if not rec.keep:  # no event to build (Recorder.record): only the aggregate counts it
+        rec.agg.count(c.op, c.engine, file, line, tuple(shapes), dtname, parts, elements, reads, writes,
+                      float(cycles), c.flops, redundant)
+        return
+    rd = tuple((t.alloc.uid, t.block) for t in c.ins)
+    wr = (out.alloc.uid, out.block) if out is not None else None
+    run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
+    rec.record(c.op, c.engine, line, tuple(shapes), dtname, parts, elements, reads, writes, float(cycles), c.flops,
                rd, wr, run, redundant, file)
 
 
