@@ -11,8 +11,11 @@ modules, which build `Call` plans, and below `tensor`, whose operators dispatch 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki.accumulation import COPY_OPS, is_addition
 from evidence.nki.errors import UnsupportedOpError
@@ -68,29 +71,47 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         st.params_written.add(written.alloc.param)  # an instruction writes an argument (host_access)
     if st.pstart_views:
         partition_start(st, c)
+    p = c.p
+    same = p.get("same") if p else False  # `t[idx] += x` assigning t[idx] to itself touches no data
     if c.engine is not None:
-        _record(st, op, c, st.redundant_bytes - redundant_before)
-        st.recorder.chains.write(c.into if c.into is not None else c.out, c.ins, is_addition(c.op, c.p),
-                                 c.op in COPY_OPS)
+        _record(st, op, c, written, st.redundant_bytes - redundant_before)
+        st.recorder.chains.write(written, c.ins, is_addition(c.op, p), c.op in COPY_OPS)
     elif c.out is not None:
-        if c.op in COPY_OPS and not c.p.get("same"):  # binding a fresh result, PSUM accumulation
-            v = c.p.get("v")
+        if not same and c.op in COPY_OPS:  # binding a fresh result, PSUM accumulation
+            v = p.get("v")
             st.recorder.chains.write(c.out, c.ins + [v] if getattr(v, "alloc", None) is not None else c.ins,
                                      False, True)
         if st.recorder.keep:
             _forward(st, c)
     if st.trace_only:
         if c.into is not None:
-            c.into.receive(c.out, c.p.get("accumulate", False))  # write bookkeeping only
+            c.into.receive(c.out, p.get("accumulate", False))  # write bookkeeping only
     elif op.execute is not None:
         st.read_origin = None  # undefined-data provenance of this instruction (tensor.Tensor.read)
         st.read_direct = False
-        if st.pipeline.busy and not op.concurrent and not c.p.get("same"):
-            settle_for(st, c)  # ("same": `t[idx] += x` assigning t[idx] to itself touches no data)
+        if not op.concurrent and not same and st.pipeline.busy:
+            settle_for(st, c)
         op.execute(st, c)
-        if c.into is not None and not c.p.get("delivered"):
-            c.into.receive(c.out, c.p.get("accumulate", False))
+        if c.into is not None and not p.get("delivered"):
+            c.into.receive(c.out, p.get("accumulate", False))
     return c.result
+
+
+def self_assignment(view) -> bool:
+    """What `call("assign", (t, key, view))` does when `view` is `t[key]` itself (check_assign's "same":
+    no instruction, no trace event, no data): sample the peaks, note an argument written, start the
+    next instruction's provenance afresh. False when the run's op table has no "assign" row to bypass."""
+    st = _state.current()
+    if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
+        st.sample_peaks()
+    if "assign" not in st.ops:
+        return False
+    if view.alloc.param >= 0:
+        st.params_written.add(view.alloc.param)
+    if not st.trace_only:
+        st.read_origin = None  # as call() does before an execute rule
+        st.read_direct = False
+    return True
 
 
 def partition_start(st, c: Call) -> None:
@@ -210,35 +231,42 @@ def _dma_run(c: Call, nbytes: int, parts: int) -> int:
     return max(1, min(run, per_partition) if onchip else run)
 
 
-def _record(st, op, c: Call, redundant: int = 0) -> None:
+def _record(st, op, c: Call, out, redundant: int = 0) -> None:
+    """The trace event of instruction `c` writing `out` (its destination, or its fresh result)."""
     reads = [0, 0, 0]
-    writes = [0, 0, 0]
+    shapes = []
     for t in c.ins:
-        reads[_BUF_SLOT[t.alloc.buffer]] += t.size * t.itemsize
-    out = c.into if c.into is not None else c.out
+        reads[_BUF_SLOT[t.alloc.buffer]] += _nbytes(t)
+        shapes.append(t.shape)
+    writes = [0, 0, 0]
     if out is not None:
-        writes[_BUF_SLOT[out.alloc.buffer]] += out.size * out.itemsize
+        size = math.prod(out.shape)
+        writes[_BUF_SLOT[out.alloc.buffer]] += size * dtypes.itemsize(out.dtype)
         shape = out.shape
         if c.out is not None and c.out.fresh:
             c.out.producer = c.engine  # who wrote it, for binding it to a destination (partition_start)
     else:
         shape = ()
-    elements = c.elements or (out.size if out is not None else (c.ins[0].size if c.ins else 0))
+    shapes.append(shape)
+    elements = c.elements or (size if out is not None else (c.ins[0].size if c.ins else 0))
     parts = c.partitions or (shape[0] if shape else (c.ins[0].partitions if c.ins else 1))
     c.elements, c.partitions = elements, parts
     dt = c.dtype if c.dtype is not None else (out.dtype if out is not None else None)
     cycles = op.cost(st, c) if op.cost is not None else 0.0
     file, line = st.where()
     rec = st.recorder
-    if rec.keep:
-        rd = tuple((t.alloc.uid, t.block) for t in c.ins)
-        wr = (out.alloc.uid, out.block) if out is not None else None
-        run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
-    else:
-        rd, wr, run = (), None, 0
-    shapes = [t.shape for t in c.ins]
-    shapes.append(shape)
-    rec.record(c.op, c.engine, line, tuple(shapes), "" if dt is None else _dtype_name(dt), parts, elements,
-               (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2]), float(cycles), c.flops,
+    dtname = "" if dt is None else _dtype_name(dt)
+    reads, writes = (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2])
+    if not rec.keep:  # no event to build (Recorder.record): only the aggregate counts it
+        rec.agg.count(c.op, c.engine, file, line, tuple(shapes), dtname, parts, elements, reads, writes,
+                      float(cycles), c.flops, redundant)
+        return
+    rd = tuple((t.alloc.uid, t.block) for t in c.ins)
+    wr = (out.alloc.uid, out.block) if out is not None else None
+    run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
+    rec.record(c.op, c.engine, line, tuple(shapes), dtname, parts, elements, reads, writes, float(cycles), c.flops,
                rd, wr, run, redundant, file)
 
+
+def _nbytes(t) -> int:
+    return math.prod(t.shape) * dtypes.itemsize(t.dtype)

@@ -112,8 +112,20 @@ def is_float(dt: object) -> bool:
     return dt is tfloat32 or dt in _FLOAT_RANK or np.dtype(dt).kind == "f"
 
 
+_INTS: dict = {}
+
+
 def is_int(dt: object) -> bool:
-    return dt is not tfloat32 and not isinstance(dt, Packed) and np.dtype(dt).kind in "iu"
+    try:
+        return _INTS[dt]  # asked per instruction (accumulation chains, copies): np.dtype(...) costs microseconds
+    except (KeyError, TypeError):
+        r = dt is not tfloat32 and not isinstance(dt, Packed) and np.dtype(dt).kind in "iu"
+        if len(_INTS) < 256:
+            try:
+                _INTS[dt] = r
+            except TypeError:  # unhashable
+                pass
+        return r
 
 
 _ITEMSIZES: dict = {}

@@ -67,13 +67,37 @@ def _values(f: Form, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
+class Structure:
+    """The shape and affine steps of index expressions, whatever their start: one object per distinct
+    structure (`structure`), so the subscript caches of tensor._affine_view and strided.recipe hash
+    and compare them by identity instead of walking nested tuples on every access."""
+
+    __slots__ = ("shape", "steps")
+
+    def __init__(self, shape: tuple[int, ...], steps: tuple[tuple[int, int], ...]) -> None:
+        self.shape = shape
+        self.steps = steps
+
+
+_STRUCTURES: dict = {}
+
+
+def structure(shape: tuple[int, ...], steps: tuple[tuple[int, int], ...]) -> Structure:
+    s = _STRUCTURES.get((shape, steps))
+    if s is None:
+        if len(_STRUCTURES) >= 4096:
+            _STRUCTURES.clear()  # a second object for a structure only makes the caches miss, never answer wrong
+        s = _STRUCTURES[(shape, steps)] = Structure(shape, steps)
+    return s
+
+
 class IndexExpr:
     """An integer index grid (result of arange/mgrid and affine arithmetic on them).
 
     Affine expressions keep only their form and shape: the values are built on first use (`a`), so a
     subscript served as a strided view (tensor.index) never computes them."""
 
-    __slots__ = ("_a", "lifted", "form", "shape", "_lifts")
+    __slots__ = ("_a", "lifted", "form", "shape", "_lifts", "_structure")
     __array_priority__ = 100
     __array_ufunc__ = None  # make `np.int64(2) * expr` come back to our reflected operators
 
@@ -89,6 +113,16 @@ class IndexExpr:
         self.form = form
         self.shape = tuple(shape)
         self._lifts = None  # `[:, None]` and `[None, :]` of this expression (expressions are immutable)
+        self._structure = None
+
+    @property
+    def structure(self) -> Structure:
+        """Shape and steps of an affine expression (one object per distinct structure); only asked of
+        expressions with a form."""
+        s = self._structure
+        if s is None:
+            s = self._structure = structure(self.shape, self.form[1])
+        return s
 
     @property
     def a(self) -> np.ndarray:
@@ -120,7 +154,9 @@ class IndexExpr:
     def _bin(self, other: object, fn, reverse: bool = False) -> IndexExpr:
         if type(other) is int and fn is np.add and self.form is not None:
             # `i * 128 + nl.arange(128)[:, None]`, the compiler-style hot path: only the start moves
-            return IndexExpr(None, self.lifted, (self.form[0] + other, self.form[1]), self.shape)
+            moved = IndexExpr(None, self.lifted, (self.form[0] + other, self.form[1]), self.shape)
+            moved._structure = self._structure
+            return moved
         lifted = self.lifted and getattr(other, "lifted", True)
         if self.form is not None and fn in _AFFINE_FNS:
             h = other.form if isinstance(other, IndexExpr) else _int_form(other)

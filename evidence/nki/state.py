@@ -55,6 +55,7 @@ class State:
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions
+        self._sites: dict = {}  # (code object, instruction offset) -> (kernel file, line): see where()
         self.recorder = Recorder(keep_trace)
         self.findings: dict[tuple, Finding] = {}
         self.loops: list[LoopFrame] = []
@@ -91,9 +92,15 @@ class State:
         f = sys._getframe(1)
         files = self.files
         while f is not None:
-            name = f.f_code.co_filename
-            if name in files:
-                return files[name], f.f_lineno
+            code = f.f_code
+            if code.co_filename in files:
+                # f_lineno decodes the code's line table from its start on every call (microseconds in a
+                # long kernel function): the answer is kept per code object and instruction offset
+                at = (code, f.f_lasti)
+                site = self._sites.get(at)
+                if site is None:
+                    site = self._sites[at] = (files[code.co_filename], f.f_lineno)
+                return site
             f = f.f_back
         return None, 0
 

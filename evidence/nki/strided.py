@@ -10,6 +10,8 @@ gather), and no two grid points address the same element (a view must not alias 
 
 from __future__ import annotations
 
+from operator import le, lt
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -135,11 +137,15 @@ class Recipe:
     """What an affine subscript's structure decides, whatever its start offsets: the grid, the tile
     shape, each index's steps and span, and how to cut the view (slices, or as_strided)."""
 
-    __slots__ = ("grid", "shape", "dropped", "steps", "lo", "hi", "slices", "extents")
+    __slots__ = ("grid", "shape", "dropped", "steps", "lo", "hi", "slices", "extents", "first", "stop", "leading_ints")
 
-    def __init__(self, grid, shape, dropped, steps, lo, hi, slices) -> None:
+    def __init__(self, grid, shape, dropped, steps, lo, hi, slices, dims=None, leading_ints=0) -> None:
         self.grid, self.shape, self.dropped = grid, shape, dropped
         self.steps, self.lo, self.hi = steps, lo, hi
+        # per axis of the array (of shape `dims`), the starts that keep the view in range: first <= start < stop
+        self.first = tuple(-x for x in lo)
+        self.stop = None if dims is None else tuple(n - x for n, x in zip(dims, hi))
+        self.leading_ints = leading_ints  # how many indices lead with plain integers (block coordinates)
         self.slices = slices  # per index: None (an integer) or (step, count); None when not sliceable
         # per index, how many elements the view spans from its start when it is one box of the array
         # (unit steps, evidence.nki.coverage); None when it is not
@@ -153,8 +159,8 @@ _recipes: dict = {}
 
 
 def recipe(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
-    """The recipe of a subscript into `dims`; `sig` per index: None for an integer, else (shape of
-    the index expression, its form's steps). None when the general path must decide."""
+    """The recipe of a subscript into `dims`; `sig` per index: None for an integer, else the index
+    expression's structure (`indexing.Structure`: shape and steps). None when the general path must decide."""
     key = (dims, sig)
     r = _recipes.get(key)
     if r is None:
@@ -165,7 +171,7 @@ def recipe(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
 
 
 def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
-    shapes = [s[0] for s in sig if s is not None]
+    shapes = [s.shape for s in sig if s is not None]
     if len(sig) > len(dims) or (any(len(s) == 1 for s in shapes) and any(len(s) > 1 for s in shapes)):
         return None  # the general path lifts or reports these
     rest = dims[len(sig):]
@@ -174,7 +180,7 @@ def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
     except ValueError:
         return None
     r = len(rest)
-    comps = [((), ()) if s is None else (s[0] + (1,) * r, s[1]) for s in sig]
+    comps = [((), ()) if s is None else (s.shape + (1,) * r, s.steps) for s in sig]
     for i, d in enumerate(rest):  # un-indexed trailing axes become explicit grids, as in the general path
         shape = [1] * (nb + r)
         shape[nb + i] = d
@@ -200,7 +206,13 @@ def _build(dims: tuple[int, ...], sig: tuple) -> Recipe | None:
     if len(used) == sum(1 for st in steps if st) and used == sorted(set(used)):
         slices = tuple((st[0][1], grid[st[0][0]]) if st else None for st in steps)
     dropped = tuple(i for i in range(len(grid)) if i not in kept)
-    return Recipe(tuple(grid), tuple(shape), dropped, tuple(steps), lo, hi, slices)
+    leading = next((i for i, s in enumerate(sig) if s is not None), len(sig))
+    return Recipe(tuple(grid), tuple(shape), dropped, tuple(steps), lo, hi, slices, dims, leading)
+
+
+def in_range(rc: Recipe, starts: tuple) -> bool:
+    """Recipe `rc`'s view from `starts` lies inside the array (else only a mask can make it legal)."""
+    return all(map(le, rc.first, starts)) and all(map(lt, starts, rc.stop))
 
 
 def cut_key(rc: Recipe, starts) -> tuple | None:

@@ -106,7 +106,7 @@ class Tensor(HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views")
+                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last", "written")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -133,6 +133,8 @@ class Tensor(HostAccessGuard):
         self.producer = None  # engine of the instruction that produced this fresh result
         self.box = None  # the region of the allocation this view is, when it is one box (see region())
         self.views = None  # the fast path's views cut from this tensor: (recipe, starts) -> what to build them from
+        self.last = None  # (key, view) of the last `self[key]` the fast path served (see `assigns_itself`)
+        self.written = False  # every element is known written: writes never unwrite, so it stays so (`_covered`)
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -189,10 +191,14 @@ class Tensor(HostAccessGuard):
 
     # --- indexing ------------------------------------------------------------------------
     def __getitem__(self, key) -> Tensor:
-        return index(self, key)
+        v = index(self, key)
+        if v.cut is not None:  # a fast-path view: its key holds only integers and index expressions, no tiles
+            self.last = (key, v)
+        return v
 
     def __setitem__(self, key, value) -> None:
-        dispatch.call("assign", (self, key, value), {})
+        if not assigns_itself(self, key, value):
+            dispatch.call("assign", (self, key, value), {})
 
     # --- views and casts (tensor methods) ------------------------------------------------
     def reshape(self, *shape, **kw) -> Tensor:
@@ -320,12 +326,18 @@ class Tensor(HostAccessGuard):
         return b
 
     def _covered(self) -> bool:
-        """Every element of this view was written (the allocation's boxes say so, without its mask)."""
+        """Every element of this view was written (the allocation's boxes say so, without its mask). Kept
+        views (`_affine_view`) are read again and again: the first yes is remembered."""
+        if self.written:
+            return True
         cov = self.alloc.cov
         if cov is None:
             return False
         box = self.region()
-        return box is not None and cov.covers(box)
+        if box is not None and cov.covers(box):
+            self.written = True
+            return True
+        return False
 
     def _check_init(self, written: np.ndarray, mask) -> bool:
         """Record a read of undefined elements (within `mask`) as this instruction's origin; True if any."""
@@ -556,6 +568,16 @@ class Tensor(HostAccessGuard):
     def __itruediv__(self, o): return dispatch.call("inplace", (self, o, "divide"), {})
 
 
+def assigns_itself(t: Tensor, key, value) -> bool:
+    """`t[key] = value` where `value` is the very view `t[key]` returned for this key object: the store
+    Python issues after `t[key] += x`. Such an assignment moves nothing (`same_view`, ops.memory), so
+    only its dispatch bookkeeping is done (`dispatch.self_assignment`), without indexing `t` again."""
+    last = t.last
+    if last is None or last[1] is not value or last[0] is not key or value.producer is not None:
+        return False
+    return dispatch.self_assignment(value)
+
+
 def _scalar(x) -> int:
     """A runtime scalar offset: a [1, 1] tile (read now) or a register / plain integer."""
     if isinstance(x, Tensor):
@@ -738,51 +760,68 @@ def _affine_view(t: Tensor, key: tuple) -> Tensor | None:
     per subscript structure (strided.recipe); None when the general path must decide."""
     if t.adv is not None or t.data is None:
         return None
+    at = _affine_subscript(key, t.shape)
+    if at is None:
+        return None
+    # Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per
+    # output tile): the views cut before are kept on the tensor, valid while its arrays are the same.
+    # Views are never changed once made (what instructions change is the allocation), so the same one serves.
+    views = t.views
+    made = None if views is None else views.get(at)
+    if made is not None and made[0] is t.data and made[1] is t.wmask:
+        return made[2]
+    v = _cut_view(t, key, *at)
+    if v is not None:
+        if views is None or len(views) >= _VIEWS_KEPT:
+            views = t.views = {}
+        views[at] = (t.data, t.wmask, v)
+    return v
+
+
+def _affine_subscript(key: tuple, dims: tuple[int, ...]) -> tuple | None:
+    """(structure, starts) of a subscript of integers and affine index expressions into `dims`: per index
+    None (an integer) or the expression's `indexing.Structure`, and its start; None for any other subscript."""
     sig = []
     starts = []
     expr = False
-    dims = t.shape
-    for i, k in enumerate(key):
-        if type(k) is IndexExpr and k.form is not None and (k.lifted or len(dims) <= 1):
-            sig.append((k.shape, k.form[1]))
+    nd = len(dims)
+    i = 0
+    for k in key:
+        if type(k) is IndexExpr and k.form is not None and (k.lifted or nd <= 1):
+            sig.append(k.structure)
             starts.append(k.form[0])
             expr = True
-        elif type(k) is int and i < len(dims) and -dims[i] <= k < dims[i]:
+        elif type(k) is int and i < nd and -dims[i] <= k < dims[i]:
             sig.append(None)
             starts.append(k % dims[i])
         else:
             return None
-    if not expr:
-        return None
-    rc = strided.recipe(dims, tuple(sig))
+        i += 1
+    return (tuple(sig), tuple(starts)) if expr else None
+
+
+def _cut_view(t: Tensor, key: tuple, sig: tuple, starts: tuple) -> Tensor | None:
+    """The view of `t` an affine subscript of structure `sig` addresses from `starts` (`_affine_subscript`),
+    cut from its data and bookkeeping arrays; None when the general path must decide."""
+    dims = t.shape
+    rc = strided.recipe(dims, sig)
     if rc is None:
         return None
-    starts.extend([0] * (len(rc.steps) - len(starts)))  # the un-indexed trailing axes start at 0
-    at = (rc, tuple(starts))
-    # Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per
-    # output tile): the views cut before are kept on the tensor, valid while its arrays are the same.
-    views = t.views
-    made = None if views is None else views.get(at)
-    if made is None or made[0] is not t.data or made[1] is not t.wmask:
-        for start, lo, hi, n in zip(starts, rc.lo, rc.hi, dims):
-            if start + lo < 0 or start + hi >= n:
-                return None  # out of range: a mask may make it legal (the general path's lazy gather)
-        a = strided.cut
-        ck = strided.cut_key(rc, starts)
-        block = t.block + _block_ints(key, dims, t.pdim) if t.pdim else t.block
-        box = None
-        if rc.extents is not None and t.data is t.alloc.data:
-            box = (at[1], tuple(map(add, at[1], rc.extents)))
-        made = (t.data, t.wmask, a(t.data, rc, starts, ck), None if t.wmask is None else a(t.wmask, rc, starts, ck),
-                None if t.stamp is None else a(t.stamp, rc, starts, ck),
-                None if t.lmask is None else a(t.lmask, rc, starts, ck), block, box)
-        if views is None or len(views) >= _VIEWS_KEPT:
-            views = t.views = {}
-        views[at] = made
-    v = Tensor(t.alloc, made[2], rc.shape, 0, made[3], made[4], made[5])
-    v.block = made[6]
-    v.box = made[7]
-    v.cut = (rc, t.data, at[1])
+    if len(starts) < len(rc.steps):
+        starts += (0,) * (len(rc.steps) - len(starts))  # the un-indexed trailing axes start at 0
+    if not strided.in_range(rc, starts):
+        return None  # out of range: a mask may make it legal (the general path's lazy gather)
+    a = strided.cut
+    ck = strided.cut_key(rc, starts)
+    v = Tensor(t.alloc, a(t.data, rc, starts, ck), rc.shape, 0, None if t.wmask is None else a(t.wmask, rc, starts, ck),
+               None if t.stamp is None else a(t.stamp, rc, starts, ck), None if t.lmask is None else a(t.lmask, rc, starts, ck))
+    if t.pdim:  # the leading integers on block dimensions (`_block_ints`): their starts
+        v.block = t.block + starts[:min(rc.leading_ints, t.pdim)]
+    else:
+        v.block = t.block
+    if rc.extents is not None and t.data is t.alloc.data:
+        v.box = (starts, tuple(map(add, starts, rc.extents)))
+    v.cut = (rc, t.data, starts)
     return v
 
 

@@ -89,12 +89,13 @@ class Aggregate:
         self.instr[eng] += 1
         self.elements[eng] += elements
         self.cycles[eng] += cycles
-        self.reads[0] += r[0]
-        self.reads[1] += r[1]
-        self.reads[2] += r[2]
-        self.writes[0] += w[0]
-        self.writes[1] += w[1]
-        self.writes[2] += w[2]
+        reads, writes = self.reads, self.writes
+        reads[0] += r[0]
+        reads[1] += r[1]
+        reads[2] += r[2]
+        writes[0] += w[0]
+        writes[1] += w[1]
+        writes[2] += w[2]
         self.flops += flops
         at = self.lines.get((file, line))
         if at is None:
