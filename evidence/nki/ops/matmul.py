@@ -191,15 +191,16 @@ def _matmul_job(st, c: Call, x, y) -> None:
 
 
 def _batched_product(st, c: Call, x, y, xv: np.ndarray, yv: np.ndarray) -> None:
-    """A matmul whose result gets storage of its own: a slot of the open product batch, which the
-    next matmuls of the same layout (and the PSUM `+=` of each result) join, run as one job."""
+    """A matmul whose result gets storage of its own, in the open product batch, which the next matmuls
+    of the same layout (and the PSUM `+=` of each result) join, run as one job."""
     pipeline, out = st.pipeline, c.out
     key = (xv.shape, xv.dtype, xv.strides, yv.shape, yv.dtype, yv.strides, c.p["transpose_x"], out.shape)
     batch = pipeline.batch
     if batch is None or not batch.accepts(pipeline, key, x, y):
         pipeline.submit()  # the open batch (or whatever job is held) goes to the workers first
-        batch = pipeline.batch = ProductBatch(key, out.shape, capacity(4 * out.size), c.p["transpose_x"])
-    buf = batch.add_product(xv, yv).reshape(out.shape)
+        batch = pipeline.batch = ProductBatch(key, capacity(4 * out.size), c.p["transpose_x"])
+    buf = np.empty(out.shape, np.float32)  # pages untouched unless the job delivers into it
+    batch.add_product(xv, yv, buf)
     out.alloc.data = out.data = buf
     out.alloc.origin = st.read_origin
     if batch.job is None:
@@ -207,7 +208,6 @@ def _batched_product(st, c: Call, x, y, xv: np.ndarray, yv: np.ndarray) -> None:
         batch.job, batch.step = pipeline.held, len(pipeline.held.steps) - 1
     else:
         pipeline.run(None, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True, merge=True)
-    batch.job.weight += buf.nbytes  # what the in-flight bound counts: the slots in use
 
 
 def _accumulation_mask(st, dst, accumulate):

@@ -135,8 +135,10 @@ def test_batch_run_matches_one_call_per_product(shape):
     expected = acc.copy()
     for i in range(count):
         np.add(expected, np.matmul(xs_base[i + 1].T, ys[i]), out=expected)
-    batch = ProductBatch(("k",), (m, n), count, transpose_x=True)
-    slots = [batch.add_product(xs_base[i + 1], ys[i]) for i in range(count)]
+    batch = ProductBatch(("k",), count, transpose_x=True)
+    slots = [np.empty((m, n), np.float32) for _ in range(count)]
+    for i in range(count):
+        batch.add_product(xs_base[i + 1], ys[i], slots[i])  # `slots` holds them: their values are delivered
     batch.adds.extend((acc, i + 1) for i in range(count))
     batch.run()
     assert acc.view(np.int32).tolist() == expected.view(np.int32).tolist()
