@@ -40,15 +40,18 @@ class ProductBatch:
     only if something still holds it when the job runs: the usual `acc += nc_matmul(...)` drops its
     result at once, so pending products cost no memory but their (untouched) buffers."""
 
-    __slots__ = ("key", "bufs", "capacity", "xs", "ys", "adds", "job", "step", "transpose_x")
+    __slots__ = ("key", "shape", "bufs", "capacity", "xs", "ys", "adds", "job", "step", "transpose_x")
 
-    def __init__(self, key: tuple, capacity: int, transpose_x: bool) -> None:
+    def __init__(self, key: tuple, shape: tuple, capacity: int, transpose_x: bool) -> None:
         self.key = key
+        self.shape = shape  # of each product
         self.capacity = capacity
-        self.bufs: list[np.ndarray] = []  # each product's result storage (the result tile's data)
+        self.bufs: list[np.ndarray | None] = []  # each product's result storage (None: a dst-first call's)
         self.xs: list[np.ndarray] = []
         self.ys: list[np.ndarray] = []
-        self.adds: list[tuple[np.ndarray, int]] = []  # (accumulator array, slot), in program order
+        # (PSUM array, slot, add): the product in that slot added into the array, or (add False) written
+        # over it, in program order
+        self.adds: list[tuple[np.ndarray, int, bool]] = []
         self.job = None
         self.step = -1
         self.transpose_x = transpose_x
@@ -70,7 +73,7 @@ class ProductBatch:
         return (key == self.key and not self.full and self.open_in(pipeline)
                 and x.alloc.writer is not self.job and y.alloc.writer is not self.job)
 
-    def add_product(self, xv: np.ndarray, yv: np.ndarray, buf: np.ndarray) -> None:
+    def add_product(self, xv: np.ndarray, yv: np.ndarray, buf: np.ndarray | None) -> None:
         """The next product: of `xv` and `yv`, its values delivered into `buf` (if still held then)."""
         self.xs.append(xv)
         self.ys.append(yv)
@@ -90,8 +93,7 @@ class ProductBatch:
         self.xs = self.ys = self.bufs = self.adds = []  # the arrays go with the job
         x, y = _stacked(xs), _stacked(ys)
         del xs, ys
-        shape = bufs[0].shape
-        stack = _stack(n + 1, shape)
+        stack = _stack(n + 1, self.shape)
         step = n
         if x.dtype != np.float32 or y.dtype != np.float32:  # converted in chunks the matmul reads back from cache
             step = max(1, _CAST_CHUNK_BYTES // (4 * (x[0].size + y[0].size)))
@@ -103,22 +105,29 @@ class ProductBatch:
             # one BLAS call per product, exactly as a single matmul makes it
             np.matmul(a.transpose(0, 2, 1), b, out=stack[lo + 1:hi + 1].reshape(hi - lo, a.shape[2], -1))
         for k, buf in enumerate(bufs):
-            if sys.getrefcount(buf) > 3:  # held beyond this loop (`bufs` and getrefcount's argument)
+            if buf is not None and sys.getrefcount(buf) > 3:  # held beyond `bufs`, this loop and the call
                 np.copyto(buf, stack[k + 1])
         del bufs
         i = 0
         while i < len(adds):
-            acc, slot = adds[i]
-            j = i + 1
-            while j < len(adds) and adds[j][1] == slot + (j - i) and _same_array(adds[j][0], acc):
+            acc, slot, add = adds[i]
+            j = i + 1  # a run of additions of the next products into the same array
+            while j < len(adds) and adds[j][2] and adds[j][1] == slot + (j - i) and _same_array(adds[j][0], acc):
                 j += 1
-            if slot == 1 and j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS:
-                items = stack[:j - i + 1].reshape((j - i + 1,) + acc.shape)
-                np.copyto(items[0], acc)
-                np.add.reduce(items, axis=0, out=acc)  # ((acc + p1) + p2) + ..., element by element
+            if j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS and (slot == 1 or not add):
+                if add:  # ((acc + p1) + p2) + ..., element by element
+                    items = stack[:j - i + 1].reshape((j - i + 1,) + acc.shape)
+                    np.copyto(items[0], acc)
+                else:  # written over by the first product: (p1 + p2) + ...
+                    items = stack[slot:slot + j - i].reshape((j - i,) + acc.shape)
+                np.add.reduce(items, axis=0, out=acc)
             else:
-                for acc_k, slot_k in adds[i:j]:
-                    np.add(acc_k, stack[slot_k].reshape(acc_k.shape), out=acc_k)
+                for acc_k, slot_k, add_k in adds[i:j]:
+                    p = stack[slot_k].reshape(acc_k.shape)
+                    if add_k:
+                        np.add(acc_k, p, out=acc_k)
+                    else:
+                        np.copyto(acc_k, p)
             i = j
 
 
