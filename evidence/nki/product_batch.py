@@ -15,6 +15,10 @@ pipeline work, or anything that waits for data, submits it (`Pipeline.submit`, `
 
 from __future__ import annotations
 
+import math
+import sys
+import threading
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -27,30 +31,38 @@ _CAST_CHUNK_BYTES = 3 << 19  # 1.5 MiB of fp32 operands: converting a whole stac
 # np.add.reduce over the stack's leading axis adds the items in order, element by element, as the
 # separate `+=` calls did; for tiny items numpy may switch to pairwise summation, so those add one by one
 _REDUCE_MIN_ELEMENTS = 1024
+_scratch = threading.local()  # per worker thread: the stack products are computed into, reused
 
 
 class ProductBatch:
-    """Products into slots 1.. of one fp32 stack (slot 0: an accumulator's starting values, for the
-    reduction); the result tiles are views of their slots."""
+    """Products computed into a stack of the worker's own (slot 0: an accumulator's starting values, for
+    the reduction), then added into their accumulators. Each result tile has storage of its own, filled
+    only if something still holds it when the job runs: the usual `acc += nc_matmul(...)` drops its
+    result at once, so pending products cost no memory but their (untouched) buffers."""
 
-    __slots__ = ("key", "stack", "count", "xs", "ys", "adds", "job", "step", "transpose_x")
+    __slots__ = ("key", "shape", "bufs", "capacity", "xs", "ys", "adds", "job", "step", "transpose_x")
 
-    def __init__(self, key: tuple, out_shape: tuple, capacity: int, transpose_x: bool) -> None:
+    def __init__(self, key: tuple, shape: tuple, capacity: int, transpose_x: bool) -> None:
         self.key = key
-        rows = out_shape[0]
-        cols = int(np.prod(out_shape[1:], dtype=np.int64)) if len(out_shape) > 1 else 1
-        self.stack = np.empty((capacity + 1, rows, cols), np.float32)
-        self.count = 0  # products taken (the lists below are emptied when the job runs)
+        self.shape = shape  # of each product
+        self.capacity = capacity
+        self.bufs: list[np.ndarray | None] = []  # each product's result storage (None: a dst-first call's)
         self.xs: list[np.ndarray] = []
         self.ys: list[np.ndarray] = []
-        self.adds: list[tuple[np.ndarray, int]] = []  # (accumulator array, slot), in program order
+        # (PSUM array, slot, add): the product in that slot added into the array, or (add False) written
+        # over it, in program order
+        self.adds: list[tuple[np.ndarray, int, bool]] = []
         self.job = None
         self.step = -1
         self.transpose_x = transpose_x
 
     @property
+    def count(self) -> int:
+        return len(self.bufs)
+
+    @property
     def full(self) -> bool:
-        return self.count + 1 >= len(self.stack)
+        return self.count >= self.capacity
 
     def open_in(self, pipeline) -> bool:
         job = pipeline.held
@@ -61,31 +73,27 @@ class ProductBatch:
         return (key == self.key and not self.full and self.open_in(pipeline)
                 and x.alloc.writer is not self.job and y.alloc.writer is not self.job)
 
-    def add_product(self, xv: np.ndarray, yv: np.ndarray) -> np.ndarray:
-        """Take the next slot for the product of `xv` and `yv`; its storage (a view of the stack)."""
+    def add_product(self, xv: np.ndarray, yv: np.ndarray, buf: np.ndarray | None) -> None:
+        """The next product: of `xv` and `yv`, its values delivered into `buf` (if still held then)."""
         self.xs.append(xv)
         self.ys.append(yv)
-        self.count += 1
-        return self.stack[self.count]
+        self.bufs.append(buf)
 
     def slot_of(self, arr: np.ndarray) -> int:
-        """The slot whose storage `arr` is (0: none of this batch's products)."""
-        n = self.count
-        if n == 0 or arr.size != self.stack[0].size:
-            return 0
-        base = self.stack.__array_interface__["data"][0]
-        addr = arr.__array_interface__["data"][0]
-        step = self.stack.strides[0]
-        slot, rem = divmod(addr - base, step)
-        if rem or not 1 <= slot <= n or not arr.flags.c_contiguous:
-            return 0
-        return slot
+        """The slot (1..) of the product whose storage `arr` is; 0: none of this batch's."""
+        bufs = self.bufs
+        for i in range(len(bufs) - 1, -1, -1):
+            if bufs[i] is arr:
+                return i + 1
+        return 0
 
     def run(self) -> None:
         """The worker's part: every product, then every accumulation in program order."""
-        n = self.count
-        x, y = _stacked(self.xs), _stacked(self.ys)
-        self.xs = self.ys = []  # the operands' arrays go with the job
+        n, xs, ys, bufs, adds = self.count, self.xs, self.ys, self.bufs, self.adds
+        self.xs = self.ys = self.bufs = self.adds = []  # the arrays go with the job
+        x, y = _stacked(xs), _stacked(ys)
+        del xs, ys
+        stack = _stack(n + 1, self.shape)
         step = n
         if x.dtype != np.float32 or y.dtype != np.float32:  # converted in chunks the matmul reads back from cache
             step = max(1, _CAST_CHUNK_BYTES // (4 * (x[0].size + y[0].size)))
@@ -95,22 +103,42 @@ class ProductBatch:
             a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
             b = dtypes.to_f32(y[lo:hi]).reshape(hi - lo, y.shape[1], -1)
             # one BLAS call per product, exactly as a single matmul makes it
-            np.matmul(a.transpose(0, 2, 1), b, out=self.stack[lo + 1:hi + 1])
-        adds, i = self.adds, 0
+            np.matmul(a.transpose(0, 2, 1), b, out=stack[lo + 1:hi + 1].reshape(hi - lo, a.shape[2], -1))
+        for k, buf in enumerate(bufs):
+            if buf is not None and sys.getrefcount(buf) > 3:  # held beyond `bufs`, this loop and the call
+                np.copyto(buf, stack[k + 1])
+        del bufs
+        i = 0
         while i < len(adds):
-            acc, slot = adds[i]
-            j = i + 1
-            while j < len(adds) and adds[j][1] == slot + (j - i) and _same_array(adds[j][0], acc):
+            acc, slot, add = adds[i]
+            j = i + 1  # a run of additions of the next products into the same array
+            while j < len(adds) and adds[j][2] and adds[j][1] == slot + (j - i) and _same_array(adds[j][0], acc):
                 j += 1
-            if slot == 1 and j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS:
-                items = self.stack[:j - i + 1].reshape((j - i + 1,) + acc.shape)
-                np.copyto(items[0], acc)
-                np.add.reduce(items, axis=0, out=acc)  # ((acc + p1) + p2) + ..., element by element
+            if j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS and (slot == 1 or not add):
+                if add:  # ((acc + p1) + p2) + ..., element by element
+                    items = stack[:j - i + 1].reshape((j - i + 1,) + acc.shape)
+                    np.copyto(items[0], acc)
+                else:  # written over by the first product: (p1 + p2) + ...
+                    items = stack[slot:slot + j - i].reshape((j - i,) + acc.shape)
+                np.add.reduce(items, axis=0, out=acc)
             else:
-                for acc_k, slot_k in adds[i:j]:
-                    np.add(acc_k, self.stack[slot_k].reshape(acc_k.shape), out=acc_k)
+                for acc_k, slot_k, add_k in adds[i:j]:
+                    p = stack[slot_k].reshape(acc_k.shape)
+                    if add_k:
+                        np.add(acc_k, p, out=acc_k)
+                    else:
+                        np.copyto(acc_k, p)
             i = j
-        self.adds = []
+
+
+def _stack(items: int, shape: tuple) -> np.ndarray:
+    """This worker's scratch stack as `items` fp32 arrays of `shape` (kept: its pages stay resident and
+    mostly in cache from one batch to the next)."""
+    size = items * math.prod(shape)
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.size < size:
+        buf = _scratch.buf = np.empty(size, np.float32)
+    return buf[:size].reshape((items,) + shape)
 
 
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
@@ -141,6 +169,6 @@ def _stacked(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def capacity(slot_bytes: int) -> int:
-    """Slots for a new batch: room for the longest accumulation group worth batching, within a stack of
-    at most _STACK_BYTES (slots never written cost no memory: the stack is not initialised)."""
+    """Products per batch: room for the longest accumulation group worth batching, within a worker's
+    scratch stack of at most _STACK_BYTES."""
     return max(2, min(MAX_PRODUCTS, _STACK_BYTES // max(slot_bytes, 1)))

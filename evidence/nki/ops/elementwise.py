@@ -390,7 +390,7 @@ def _accumulate_job(st, t: Tensor, o: Tensor) -> bool:
     if batch is not None and batch.open_in(st.pipeline):
         slot = batch.slot_of(o.data)
         if slot:  # `o` is a product of the open batch: its accumulation joins the batch's job
-            batch.adds.append((acc, slot))
+            batch.adds.append((acc, slot, True))
             st.pipeline.run(None, reads=(o.alloc,), writes=(t.alloc,), hold=True, merge=True)
             o.fresh = False
             return True

@@ -175,6 +175,10 @@ def _matmul_job(st, c: Call, x, y) -> None:
     dst = c.into
     acc = _accumulation_mask(st, dst, c.p.get("accumulate", False))
     view = dst.data
+    if (acc is None or acc is False) and st.pipeline.queue is not None:
+        _batched_product(st, c, x, y, xv, yv, into=(dst, acc is None))
+        c.p["delivered"] = True
+        return
 
     def deliver() -> None:
         r = product().reshape(view.shape)
@@ -190,24 +194,32 @@ def _matmul_job(st, c: Call, x, y) -> None:
     c.p["delivered"] = True
 
 
-def _batched_product(st, c: Call, x, y, xv: np.ndarray, yv: np.ndarray) -> None:
-    """A matmul whose result gets storage of its own: a slot of the open product batch, which the
-    next matmuls of the same layout (and the PSUM `+=` of each result) join, run as one job."""
+def _batched_product(st, c: Call, x, y, xv: np.ndarray, yv: np.ndarray, into=None) -> None:
+    """A matmul in the open product batch, which the next matmuls of the same layout (and the PSUM `+=`
+    of each result) join, run as one job. Its result gets storage of its own; or, for a dst-first call,
+    `into` = (dst, add): the product is added into dst (add False: written over it)."""
     pipeline, out = st.pipeline, c.out
     key = (xv.shape, xv.dtype, xv.strides, yv.shape, yv.dtype, yv.strides, c.p["transpose_x"], out.shape)
     batch = pipeline.batch
     if batch is None or not batch.accepts(pipeline, key, x, y):
         pipeline.submit()  # the open batch (or whatever job is held) goes to the workers first
         batch = pipeline.batch = ProductBatch(key, out.shape, capacity(4 * out.size), c.p["transpose_x"])
-    buf = batch.add_product(xv, yv).reshape(out.shape)
-    out.alloc.data = out.data = buf
-    out.alloc.origin = st.read_origin
+    if into is None:
+        buf = np.empty(out.shape, np.float32)  # pages untouched unless the job delivers into it
+        batch.add_product(xv, yv, buf)
+        out.alloc.data = out.data = buf
+        out.alloc.origin = st.read_origin
+        written = out.alloc
+    else:
+        dst, add = into
+        batch.add_product(xv, yv, None)
+        batch.adds.append((dst.data, batch.count, add))
+        written = dst.alloc
     if batch.job is None:
-        pipeline.run(batch.run, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True)
+        pipeline.run(batch.run, reads=(x.alloc, y.alloc), writes=(written,), hold=True)
         batch.job, batch.step = pipeline.held, len(pipeline.held.steps) - 1
     else:
-        pipeline.run(None, reads=(x.alloc, y.alloc), writes=(out.alloc,), hold=True, merge=True)
-    batch.job.weight += buf.nbytes  # what the in-flight bound counts: the slots in use
+        pipeline.run(None, reads=(x.alloc, y.alloc), writes=(written,), hold=True, merge=True)
 
 
 def _accumulation_mask(st, dst, accumulate):
@@ -219,7 +231,8 @@ def _accumulation_mask(st, dst, accumulate):
     elif defined is None:
         mode = None  # every element holds a value: add
     elif accumulate is None:
-        mode = (np.array(defined), None)  # the first matmul into an element overwrites it
+        # the first matmul into an element overwrites it (all of them, into a fresh allocation)
+        mode = (np.array(defined), None) if defined.any() else False
     else:
         dst.read()  # accumulating onto never-written PSUM is undefined: record the read, NaN where it happens
         mode = (np.array(defined), np.float32(np.nan))

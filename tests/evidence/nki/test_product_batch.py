@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from evidence.nki import load_kernel, simulate
 from evidence.nki import pipeline as pipeline_module
 from evidence.nki.product_batch import ProductBatch
 
@@ -136,8 +137,10 @@ def test_batch_run_matches_one_call_per_product(shape):
     for i in range(count):
         np.add(expected, np.matmul(xs_base[i + 1].T, ys[i]), out=expected)
     batch = ProductBatch(("k",), (m, n), count, transpose_x=True)
-    slots = [batch.add_product(xs_base[i + 1], ys[i]) for i in range(count)]
-    batch.adds.extend((acc, i + 1) for i in range(count))
+    slots = [np.empty((m, n), np.float32) for _ in range(count)]
+    for i in range(count):
+        batch.add_product(xs_base[i + 1], ys[i], slots[i])  # `slots` holds them: their values are delivered
+    batch.adds.extend((acc, i + 1, True) for i in range(count))
     batch.run()
     assert acc.view(np.int32).tolist() == expected.view(np.int32).tolist()
     last = np.matmul(xs_base[count].T, ys[-1])
@@ -156,3 +159,58 @@ def test_workers_run_below_the_simulating_thread(monkeypatch):
     finally:
         pipe.close()
     assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)]
+
+
+DST_FIRST = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def matmul(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    KT = K // 128
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    stat = nl.ndarray((128, KT * M), dtype=lhsT.dtype, buffer=nl.sbuf)
+    movs = nl.ndarray((128, KT * N), dtype=rhs.dtype, buffer=nl.sbuf)
+    for k in range(KT):
+        nisa.dma_copy(dst=stat[:, k * M:(k + 1) * M], src=lhsT[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=movs[:, k * N:(k + 1) * N], src=rhs[k * 128:(k + 1) * 128, :])
+    for n in range(N // 256):
+        acc = nl.ndarray((M, 256), dtype=nl.float32, buffer=nl.psum)
+        for k in range(KT):  # the first matmul into the fresh allocation overwrites, later ones add
+            nisa.nc_matmul(dst=acc, stationary=stat[:, k * M:(k + 1) * M],
+                           moving=movs[:, k * N + n * 256:k * N + (n + 1) * 256])
+        again = nl.ndarray((M, 256), dtype=nl.float32, buffer=nl.psum)
+        for k in range(KT):
+            nisa.nc_matmul(dst=again, stationary=stat[:, k * M:(k + 1) * M],
+                           moving=movs[:, k * N + n * 256:k * N + (n + 1) * 256])
+        for k in range(2):  # forced: written over, then added
+            nisa.nc_matmul(dst=again, stationary=stat[:, k * M:(k + 1) * M],
+                           moving=movs[:, k * N + n * 256:k * N + (n + 1) * 256], accumulate=k > 0)
+        first = nl.ndarray((M, 256), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=first, src=acc)
+        res = nl.ndarray((M, 256), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=res, data1=first, data2=again, op=nl.add)
+        nisa.dma_copy(dst=out[:, n * 256:(n + 1) * 256], src=res)
+    return out
+'''
+
+
+def test_dst_first_matmuls_batch_with_the_serial_results(monkeypatch):
+    rng = np.random.default_rng(9)
+    lhsT = rng.standard_normal((512, 128), dtype=np.float32) * np.float32(1e3)
+    rhs = rng.standard_normal((512, 512), dtype=np.float32) * np.float32(1e3)
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers] = simulate(load_kernel(DST_FIRST, display="k.py").matmul, lhsT, rhs)
+    serial, batched = runs["0"], runs["2"]
+    assert serial.outputs[0].view(np.int32).tolist() == batched.outputs[0].view(np.int32).tolist()
+    assert serial.report.model_dump() == batched.report.model_dump()
+    assert serial.trace == batched.trace
+    a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
+    ref = a.T @ b + a[:256].T @ b[:256]  # acc, plus `again` written over by its last two matmuls
+    assert np.abs(batched.outputs[0] - ref).max() <= 1e-5 * np.abs(ref).max()
