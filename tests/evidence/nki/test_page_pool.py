@@ -34,27 +34,18 @@ def test_a_reused_mapping_reads_as_zeros_whatever_the_last_use_wrote():
     assert len(pool.maps) == 1
 
 
-def test_a_mapping_written_whole_is_zeroed_in_place_for_its_next_use():
+def test_a_mapping_written_whole_is_zeroed_in_place_unless_its_next_use_never_reads_unwritten_elements():
     pool = PagePool()
-    a = pool.zeros(SHAPE, np.float32)
-    a[...] = 3.0
-    pool.mark_dense(a)
-    address = a.__array_interface__["data"][0]
-    del a
-    b = pool.zeros(SHAPE, np.float32)
-    assert b.__array_interface__["data"][0] == address and not b.any()
-
-
-def test_a_mapping_written_whole_comes_back_unzeroed_only_to_storage_whose_unwritten_part_is_never_read():
-    pool = PagePool()
-    a = pool.zeros(SHAPE, np.float32)
-    a[...] = 3.0
-    pool.mark_dense(a)
-    address = a.__array_interface__["data"][0]
-    del a
-    b = pool.zeros(SHAPE, np.float32, unread=True)
-    assert b.__array_interface__["data"][0] == address and (b == 3.0).all()  # not zeroed: no 32 MiB pass
-    b[:8] = 1.0  # the next use writes a part only: dropped, reads as zeros for any use after
+    for unread, left in ((False, 0.0), (True, 3.0)):
+        b = None  # one mapping throughout
+        a = pool.zeros(SHAPE, np.float32)
+        a[...] = 3.0
+        pool.mark_dense(a)
+        address = a.__array_interface__["data"][0]
+        del a
+        b = pool.zeros(SHAPE, np.float32, unread=unread)  # unread: not zeroed, no 32 MiB pass
+        assert b.__array_interface__["data"][0] == address and (b == left).all()
+    b[:8] = 1.0  # a use that writes a part only: dropped, reads as zeros for any use after
     del b
     c = pool.zeros(SHAPE, np.float32, unread=True)
     assert not c.any()
@@ -62,6 +53,7 @@ def test_a_mapping_written_whole_comes_back_unzeroed_only_to_storage_whose_unwri
     pool.mark_dense(c)
     del c
     assert not pool.zeros(SHAPE, np.float32).any()  # a written-element mask, say: zeroed in place
+    assert len(pool.maps) == 1
 
 
 def test_small_arrays_are_plain_zeros():
