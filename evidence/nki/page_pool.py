@@ -11,8 +11,11 @@ So a simulation keeps the mappings it made (`PagePool`, one per run) and hands o
 allocation of the same size, once no array uses it. It must then read as fresh zero pages: a mapping
 whose elements were all written in its last use (`mark_dense`, told by the tensor when it was fully
 written) is zeroed in place, its pages already resident; any other is dropped whole (`MADV_DONTNEED`:
-private anonymous pages read back as zeros), as a fresh mapping would be. Only `mmap` is used (no
-ctypes: the sandbox's monitor reports ctypes calls made while submitted code is on the stack).
+private anonymous pages read back as zeros), as a fresh mapping would be. Storage whose unwritten
+elements are never read (`zeros(..., unread=True)`: a tensor's data, whose never-written elements reads
+see through its written-element mask as NaN; HBM write stamps) takes a mapping written whole as it is,
+unzeroed: benchmark (e) writes a 201 MB tensor whole in each of its five SPMD instances. Only `mmap` is
+used (no ctypes: the sandbox's monitor reports ctypes calls made while submitted code is on the stack).
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ class _Mapping:
         # referenced only by this object and getrefcount's argument
         return sys.getrefcount(self.raw) <= 2
 
-    def clear(self) -> bool:
-        """Make the mapping read as zeros again; False when it cannot be."""
+    def clear(self, unread: bool = False) -> bool:
+        """Make the mapping read as zeros again (`unread`: unless it was written whole, whose values its next
+        use never reads before writing them); False when it cannot be."""
         if self.dense:
-            self.raw[...] = 0  # resident already: no page faults
+            if not unread:
+                self.raw[...] = 0  # resident already: no page faults
         elif _DONTNEED is None:
             return False
         else:
@@ -60,12 +65,14 @@ class PagePool:
     def __init__(self) -> None:
         self.maps: list[_Mapping] = []
 
-    def zeros(self, shape: tuple[int, ...], dtype) -> np.ndarray:
+    def zeros(self, shape: tuple[int, ...], dtype, unread: bool = False) -> np.ndarray:
+        """A zero-filled array; `unread`: its user never reads an element before writing it, so a mapping
+        written whole in its last use may come back holding that use's values."""
         dtype = np.dtype(dtype)
         nbytes = math.prod(int(n) for n in shape) * dtype.itemsize
         if nbytes < LAZY_BYTES:
             return np.zeros(shape, dtype=dtype)
-        m = self._reuse(nbytes)
+        m = self._reuse(nbytes, unread)
         if m is None:
             m = _Mapping(nbytes)
             self.maps.append(m)
@@ -83,10 +90,10 @@ class PagePool:
                 m.dense = True
                 return
 
-    def _reuse(self, nbytes: int) -> _Mapping | None:
+    def _reuse(self, nbytes: int, unread: bool) -> _Mapping | None:
         for i, m in enumerate(self.maps):
             if len(m.mm) == nbytes and m.unused():
-                if m.clear():
+                if m.clear(unread):
                     return m
                 del self.maps[i]  # could not clear it: leave it to the garbage collector
                 return None

@@ -28,7 +28,7 @@ class StampBoxes:
     def __init__(self, stamp: np.ndarray) -> None:
         self.stamp = stamp  # the allocation's per-element array, filled by `materialise`
         self.pids: dict[tuple, int] = {}  # box -> path id of its last write; the boxes are disjoint
-        self.lo = self.hi = None  # the boxes as rows (their first `rows`), for scans of many boxes
+        self.lo = self.hi = None  # per axis, the boxes' bounds (the first `rows` columns), for scans of many boxes
         self.rows = 0
         self.volume = 0  # elements written (the boxes are disjoint)
 
@@ -48,16 +48,16 @@ class StampBoxes:
         return -1
 
     def _add_row(self, box) -> None:
-        if self.lo is None:  # past _SCAN boxes: every box so far as rows
-            self.lo = np.empty((2 * _SCAN, len(box[0])), np.int64)
+        if self.lo is None:  # past _SCAN boxes: every box so far, one column per box, one row per axis
+            self.lo = np.empty((len(box[0]), 2 * _SCAN), np.int64)
             self.hi = np.empty_like(self.lo)
             for b in self.pids:
                 self._add_row(b)
             return
-        if self.rows == len(self.lo):
-            self.lo = np.concatenate((self.lo, np.empty_like(self.lo)))
-            self.hi = np.concatenate((self.hi, np.empty_like(self.hi)))
-        self.lo[self.rows], self.hi[self.rows] = box
+        if self.rows == self.lo.shape[1]:
+            self.lo = np.concatenate((self.lo, np.empty_like(self.lo)), axis=1)
+            self.hi = np.concatenate((self.hi, np.empty_like(self.hi)), axis=1)
+        self.lo[:, self.rows], self.hi[:, self.rows] = box
         self.rows += 1
 
     def covers(self, box) -> bool:
@@ -65,18 +65,24 @@ class StampBoxes:
         if box in self.pids:
             return True
         lo, hi = box
-        for b in self.pids:
-            if all(map(le, b[0], lo)) and all(map(le, hi, b[1])):
-                return True
-        return False
+        if self.lo is None:
+            return any(all(map(le, b[0], lo)) and all(map(le, hi, b[1])) for b in self.pids)
+        n = self.rows
+        inside = np.ones(n, bool)
+        for axis, (a, z) in enumerate(zip(lo, hi)):
+            inside &= (self.lo[axis, :n] <= a) & (z <= self.hi[axis, :n])
+        return bool(inside.any())
 
     def _apart(self, box) -> bool:
         """`box` shares no element with any recorded box."""
         lo, hi = box
-        if len(self.pids) <= _SCAN:
+        if self.lo is None:
             return all(any(map(le, hi, b[0])) or any(map(le, b[1], lo)) for b in self.pids)
         n = self.rows
-        return bool(np.any((np.array(hi) <= self.lo[:n]) | (self.hi[:n] <= np.array(lo)), axis=1).all())
+        apart = np.zeros(n, bool)
+        for axis, (a, z) in enumerate(zip(lo, hi)):
+            apart |= (z <= self.lo[axis, :n]) | (self.hi[axis, :n] <= a)
+        return bool(apart.all())
 
     def materialise(self) -> None:
         """Fill the per-element array: -1 (never written), each box its path id."""

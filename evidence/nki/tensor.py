@@ -72,7 +72,7 @@ class Alloc:
             elif tracked:
                 # Zero pages the OS maps lazily (evidence.nki.page_pool): a large block-dimension tensor costs
                 # memory only for the blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`).
-                data = st.pages.zeros(shape, dtypes.storage(dt))
+                data = st.pages.zeros(shape, dtypes.storage(dt), unread=True)
             else:
                 data = dtypes.fill_uninitialised(shape, dt)
         self.data = data

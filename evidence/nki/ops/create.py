@@ -107,7 +107,7 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
             return Tensor.whole(alloc)
     alloc = Alloc(st, buf, shape, dt, None, 0, name)
     # filled (-1: never written) only when a write or read needs its elements (evidence.nki.stamp_boxes)
-    alloc.stamp = st.pages.zeros(shape, np.int32)
+    alloc.stamp = st.pages.zeros(shape, np.int32, unread=True)
     alloc.stamp_boxes = StampBoxes(alloc.stamp)
     alloc.site = st.where()
     if buf == "shared_hbm":

@@ -48,6 +48,7 @@ def test_many_boxes_are_scanned_with_numpy_alike():
     assert s.record(B((0, 4), (100, 101)), 1) is None  # inside strip 100: not apart from it
     assert s.record(B((0, 4), (128, 132)), 9) == 128
     assert s.volume == 4 * 256
+    assert s.covers(B((1, 3), (249, 251))) and not s.covers(B((0, 4), (250, 254)))  # across two strips
 
 
 KERNELS = {
