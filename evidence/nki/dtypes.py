@@ -64,6 +64,28 @@ _FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, bfloat16: 1, float16: 1, tfloat32
 INT_SENTINEL = 4  # what uninitialised integer memory holds (the 2026 simulator uses 4, REFERENCE §8.2)
 
 
+def _per_dtype(fn):
+    """Memoise a property of a dtype: asked per operand of every instruction on the hot path, where
+    np.dtype(...) costs microseconds."""
+    memo: dict = {}
+
+    @functools.wraps(fn)
+    def cached(dt: object):
+        try:
+            return memo[dt]
+        except (KeyError, TypeError):
+            r = fn(dt)
+            if len(memo) < 256:
+                try:
+                    memo[dt] = r
+                except TypeError:  # unhashable
+                    pass
+            return r
+
+    return cached
+
+
+@_per_dtype
 def resolve(dt: object) -> np.dtype | _TF32:
     """Normalise a user-given dtype (nl.bfloat16, np.float32, 'bfloat16', ...) to ours."""
     if dt is None:
@@ -90,27 +112,6 @@ def storage(dt: np.dtype | _TF32) -> np.dtype:
     if dt is tfloat32:
         return float32
     return uint32 if isinstance(dt, Packed) else dt
-
-
-def _per_dtype(fn):
-    """Memoise a property of a dtype: asked per operand of every instruction on the hot path, where
-    np.dtype(...) costs microseconds."""
-    memo: dict = {}
-
-    @functools.wraps(fn)
-    def cached(dt: object):
-        try:
-            return memo[dt]
-        except (KeyError, TypeError):
-            r = fn(dt)
-            if len(memo) < 256:
-                try:
-                    memo[dt] = r
-                except TypeError:  # unhashable
-                    pass
-            return r
-
-    return cached
 
 
 @_per_dtype
