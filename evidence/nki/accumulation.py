@@ -25,7 +25,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 
-_ADD_FNS = (np.add, np.subtract)
+_ADD_FNS = frozenset((np.add, np.subtract))  # a set: `None in` a tuple of ufuncs asks each ufunc's __eq__
 ADD_OPS = frozenset({"add", "subtract", "iadd", "inplace_add", "inplace_subtract", "nisa.dma_compute",
                      "atomic_rmw"})
 COPY_OPS = frozenset({"load", "store", "copy", "nisa.tensor_copy", "tensor_copy", "nisa.tensor_copy_dynamic_src",

@@ -6,6 +6,8 @@ numpy type: it is stored as float32 whose mantissa is rounded to 10 bits (RNE).
 
 from __future__ import annotations
 
+import functools
+
 import ml_dtypes
 import numpy as np
 
@@ -62,6 +64,28 @@ _FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, bfloat16: 1, float16: 1, tfloat32
 INT_SENTINEL = 4  # what uninitialised integer memory holds (the 2026 simulator uses 4, REFERENCE §8.2)
 
 
+def _per_dtype(fn):
+    """Memoise a property of a dtype: asked per operand of every instruction on the hot path, where
+    np.dtype(...) costs microseconds."""
+    memo: dict = {}
+
+    @functools.wraps(fn)
+    def cached(dt: object):
+        try:
+            return memo[dt]
+        except (KeyError, TypeError):
+            r = fn(dt)
+            if len(memo) < 256:
+                try:
+                    memo[dt] = r
+                except TypeError:  # unhashable
+                    pass
+            return r
+
+    return cached
+
+
+@_per_dtype
 def resolve(dt: object) -> np.dtype | _TF32:
     """Normalise a user-given dtype (nl.bfloat16, np.float32, 'bfloat16', ...) to ours."""
     if dt is None:
@@ -90,20 +114,9 @@ def storage(dt: np.dtype | _TF32) -> np.dtype:
     return uint32 if isinstance(dt, Packed) else dt
 
 
-_NAMES: dict = {}
-
-
+@_per_dtype
 def name(dt: object) -> str:
-    try:
-        return _NAMES[dt]  # per instruction on the hot path: np.dtype(...).name costs microseconds
-    except (KeyError, TypeError):
-        n = dt.name if isinstance(dt, (_TF32, Packed)) else np.dtype(dt).name
-        if len(_NAMES) < 256:
-            try:
-                _NAMES[dt] = n
-            except TypeError:
-                pass
-        return n
+    return dt.name if isinstance(dt, (_TF32, Packed)) else np.dtype(dt).name
 
 
 def is_float(dt: object) -> bool:
@@ -112,36 +125,14 @@ def is_float(dt: object) -> bool:
     return dt is tfloat32 or dt in _FLOAT_RANK or np.dtype(dt).kind == "f"
 
 
-_INTS: dict = {}
-
-
+@_per_dtype
 def is_int(dt: object) -> bool:
-    try:
-        return _INTS[dt]  # asked per instruction (accumulation chains, copies): np.dtype(...) costs microseconds
-    except (KeyError, TypeError):
-        r = dt is not tfloat32 and not isinstance(dt, Packed) and np.dtype(dt).kind in "iu"
-        if len(_INTS) < 256:
-            try:
-                _INTS[dt] = r
-            except TypeError:  # unhashable
-                pass
-        return r
+    return dt is not tfloat32 and not isinstance(dt, Packed) and np.dtype(dt).kind in "iu"
 
 
-_ITEMSIZES: dict = {}
-
-
+@_per_dtype
 def itemsize(dt: object) -> int:
-    try:
-        return _ITEMSIZES[dt]  # per operand of every instruction: np.dtype(...) costs microseconds
-    except (KeyError, TypeError):
-        n = 4 if dt is tfloat32 or isinstance(dt, Packed) else np.dtype(dt).itemsize
-        if len(_ITEMSIZES) < 256:
-            try:
-                _ITEMSIZES[dt] = n
-            except TypeError:  # unhashable
-                pass
-        return n
+    return 4 if dt is tfloat32 or isinstance(dt, Packed) else np.dtype(dt).itemsize
 
 
 def round_tf32(a: np.ndarray) -> np.ndarray:

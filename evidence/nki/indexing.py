@@ -132,17 +132,18 @@ class IndexExpr:
         return self._a
 
     def __getitem__(self, key: object) -> IndexExpr:
-        if type(key) is tuple and len(key) == 2 and (key[1] is None and type(key[0]) is slice and key[0] == _ALL
-                                                     or key[0] is None and type(key[1]) is slice and key[1] == _ALL):
-            # `[:, None]` / `[None, :]`, once per index expression
-            lifts = self._lifts
-            cached = lifts.get(key[0] is None) if lifts is not None else None
-            if cached is None:
-                cached = self._lift(key)
-                if self._lifts is None:
-                    self._lifts = {}
-                self._lifts[key[0] is None] = cached
-            return cached
+        if type(key) is tuple and len(key) == 2:
+            lead, last = key
+            up = lead is None  # `[None, :]` (True) or `[:, None]` (False), once per index expression
+            if (type(last) is slice and last == _ALL) if up else (last is None and type(lead) is slice and lead == _ALL):
+                lifts = self._lifts
+                cached = lifts.get(up) if lifts is not None else None
+                if cached is None:
+                    cached = self._lift(key)
+                    if self._lifts is None:
+                        self._lifts = {}
+                    self._lifts[up] = cached
+                return cached
         return self._lift(key)
 
     def _lift(self, key: object) -> IndexExpr:
@@ -153,10 +154,7 @@ class IndexExpr:
 
     def _bin(self, other: object, fn, reverse: bool = False) -> IndexExpr:
         if type(other) is int and fn is np.add and self.form is not None:
-            # `i * 128 + nl.arange(128)[:, None]`, the compiler-style hot path: only the start moves
-            moved = IndexExpr(None, self.lifted, (self.form[0] + other, self.form[1]), self.shape)
-            moved._structure = self._structure
-            return moved
+            return self._shifted(other)
         lifted = self.lifted and getattr(other, "lifted", True)
         if self.form is not None and fn in _AFFINE_FNS:
             h = other.form if isinstance(other, IndexExpr) else _int_form(other)
@@ -188,8 +186,17 @@ class IndexExpr:
             return _summed(f, fn_, _scaled(h, -1), hn)
         return _summed(f, fn_, h, hn)
 
-    def __add__(self, o): return self._bin(o, np.add)
-    def __radd__(self, o): return self._bin(o, np.add, True)
+    def _shifted(self, by: int) -> IndexExpr:
+        """`i * 128 + nl.arange(128)[:, None]`, the compiler-style hot path: the same structure, only the
+        start of the affine form moves (built without __init__'s checks)."""
+        e = IndexExpr.__new__(IndexExpr)
+        e._a, e.lifted, e.form, e.shape = None, self.lifted, (self.form[0] + by, self.form[1]), self.shape
+        e._lifts, e._structure = None, self._structure
+        return e
+
+    def __add__(self, o): return self._shifted(o) if type(o) is int and self.form is not None else self._bin(o, np.add)
+    def __radd__(self, o):
+        return self._shifted(o) if type(o) is int and self.form is not None else self._bin(o, np.add, True)
     def __sub__(self, o): return self._bin(o, np.subtract)
     def __rsub__(self, o): return self._bin(o, np.subtract, True)
     def __mul__(self, o): return self._bin(o, np.multiply)
@@ -227,6 +234,8 @@ class IndexExpr:
 
 
 _AFFINE_FNS = (np.add, np.subtract, np.multiply)
+
+
 _ALL = slice(None)
 
 

@@ -55,7 +55,7 @@ class State:
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions
-        self._sites: dict = {}  # (code object, instruction offset) -> (kernel file, line): see where()
+        self._sites: dict = {}  # (id of a code object, instruction offset) -> ((kernel file, line), code): where()
         self.recorder = Recorder(keep_trace)
         self.findings: dict[tuple, Finding] = {}
         self.loops: list[LoopFrame] = []
@@ -95,12 +95,13 @@ class State:
             code = f.f_code
             if code.co_filename in files:
                 # f_lineno decodes the code's line table from its start on every call (microseconds in a
-                # long kernel function): the answer is kept per code object and instruction offset
-                at = (code, f.f_lasti)
-                site = self._sites.get(at)
-                if site is None:
-                    site = self._sites[at] = (files[code.co_filename], f.f_lineno)
-                return site
+                # long kernel function): the answer is kept per code object and instruction offset. The key
+                # is the code's id (hashing a code object hashes its constants); the entry keeps the code alive.
+                at = (id(code), f.f_lasti)
+                kept = self._sites.get(at)
+                if kept is None:
+                    kept = self._sites[at] = ((files[code.co_filename], f.f_lineno), code)
+                return kept[0]
             f = f.f_back
         return None, 0
 

@@ -191,9 +191,11 @@ class Tensor(HostAccessGuard):
 
     # --- indexing ------------------------------------------------------------------------
     def __getitem__(self, key) -> Tensor:
-        v = index(self, key)
-        if v.cut is not None:  # a fast-path view: its key holds only integers and index expressions, no tiles
-            self.last = (key, v)
+        k = key if isinstance(key, tuple) else (key,)
+        v = _affine_view(self, k)
+        if v is None:
+            return _index_other(self, k)
+        self.last = (key, v)  # a fast-path view: its key holds only integers and index expressions, no tiles
         return v
 
     def __setitem__(self, key, value) -> None:
@@ -699,6 +701,12 @@ def index(t: Tensor, key) -> Tensor:
     """t[key]: numpy-style basic views, or a lazy advanced access (REFERENCE §3.2)."""
     if not isinstance(key, tuple):
         key = (key,)
+    v = _affine_view(t, key)
+    return v if v is not None else _index_other(t, key)
+
+
+def _index_other(t: Tensor, key: tuple) -> Tensor:
+    """`index` for subscripts the compiler-style fast path (`_affine_view`) does not serve."""
     if key and isinstance(key[0], MaskExpr) and all(isinstance(k, MaskExpr) for k in key):
         # operand masking, `nl.matmul(x[i_f < 64], ...)`: the same view, with the elements it may use
         m = key[0].a
@@ -708,8 +716,7 @@ def index(t: Tensor, key) -> Tensor:
         v.block = t.block
         v.valid = full_mask(m, t.shape)
         return v
-    v = _affine_view(t, key)
-    return v if v is not None else index_general(t, key)
+    return index_general(t, key)
 
 
 def index_general(t: Tensor, key: tuple) -> Tensor:

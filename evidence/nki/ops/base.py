@@ -291,5 +291,7 @@ def cost_gpsimd(st, c: Call) -> float:
 def cost_dma(st, c: Call) -> float:
     """Nanoseconds: fixed ~1300 ns per transfer plus bytes at the per-core DMA bandwidth."""
     nbytes = max([t.size * t.itemsize for t in c.ins] + [c.out.size * c.out.itemsize if c.out is not None else 0])
-    bw = {"trn1": 272.0, "inf2": 272.0, "trn3": 528.0}.get(st.target, 368.0)  # REFERENCE §1, GB/s == bytes/ns
-    return 1300.0 + nbytes / bw
+    return 1300.0 + nbytes / _DMA_BANDWIDTH.get(st.target, 368.0)
+
+
+_DMA_BANDWIDTH = {"trn1": 272.0, "inf2": 272.0, "trn3": 528.0}  # per core, REFERENCE §1, GB/s == bytes/ns
