@@ -131,25 +131,8 @@ class Job:
 
 def _work(queue: SimpleQueue, started: list) -> None:
     started.append(threading.get_native_id())  # list.append is atomic
-    _yield_to_the_kernel_thread()
     while (job := queue.get()) is not None:
         job.run()
-
-
-_WORKER_NICENESS = 10
-
-
-def _yield_to_the_kernel_thread() -> None:
-    """Run this worker at a lower priority than the simulating thread (Linux: niceness is per thread).
-
-    With one worker per core, the workers' BLAS calls and the simulating thread's Python compete for the
-    cores; the simulating thread is the one every later job waits for, and it lost a third of its time
-    to the workers. Lower priority leaves it a core whenever it can run; the workers take what is left."""
-    try:
-        now = os.getpriority(os.PRIO_PROCESS, 0)
-        os.setpriority(os.PRIO_PROCESS, 0, min(19, now + _WORKER_NICENESS))
-    except (AttributeError, OSError):  # not Linux, or not allowed: equal priority
-        pass
 
 
 def _writers_of(a, block: int | None, me: Job, deps: list) -> None:

@@ -147,20 +147,6 @@ def test_batch_run_matches_one_call_per_product(shape):
     assert slots[-1].view(np.int32).tolist() == last.view(np.int32).tolist()  # the result tile's values
 
 
-def test_workers_run_below_the_simulating_thread(monkeypatch):
-    """The simulating thread is what every later job waits for: worker threads give it the CPU first."""
-    import os
-
-    seen = []
-    pipe = pipeline_module.Pipeline(1)
-    try:
-        pipe.run(lambda: seen.append(os.getpriority(os.PRIO_PROCESS, 0)))
-        pipe.drain()
-    finally:
-        pipe.close()
-    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)]
-
-
 DST_FIRST = '''
 import nki
 import nki.isa as nisa
