@@ -9,6 +9,9 @@ job of a few numpy calls: one batched matmul (numpy calls BLAS once per product,
 single matmul) and one sequential reduction per accumulator. Results are bit-identical to the
 one-call-per-instruction path (`tests/evidence/nki/test_product_batch.py` pins that).
 
+Only fp32 operands batch (`batchable`): with operands to convert (bf16, fp8) the batch's stack traffic
+cost more than the hand-offs it saved (bench (a): 0.35 s batched, 0.28-0.32 s one job per matmul).
+
 The batch is open while its job is the pipeline's held job and its step is that job's last: any other
 pipeline work, or anything that waits for data, submits it (`Pipeline.submit`, `settle`).
 """
@@ -22,12 +25,8 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from evidence.nki import dtypes
-
 MAX_PRODUCTS = 32
 _STACK_BYTES = 16 << 20
-_CAST_CHUNK_BYTES = 3 << 19  # 1.5 MiB of fp32 operands: converting a whole stack of bf16 tiles first
-# made the matmuls read them back from memory, 30-50% slower with both workers running
 # np.add.reduce over the stack's leading axis adds the items in order, element by element, as the
 # separate `+=` calls did; for tiny items numpy may switch to pairwise summation, so those add one by one
 _REDUCE_MIN_ELEMENTS = 1024
@@ -94,16 +93,11 @@ class ProductBatch:
         x, y = _stacked(xs), _stacked(ys)
         del xs, ys
         stack = _stack(n + 1, self.shape)
-        step = n
-        if x.dtype != np.float32 or y.dtype != np.float32:  # converted in chunks the matmul reads back from cache
-            step = max(1, _CAST_CHUNK_BYTES // (4 * (x[0].size + y[0].size)))
-        for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            a = dtypes.to_f32(x[lo:hi]).reshape(hi - lo, x.shape[1], -1)
-            a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
-            b = dtypes.to_f32(y[lo:hi]).reshape(hi - lo, y.shape[1], -1)
-            # one BLAS call per product, exactly as a single matmul makes it
-            np.matmul(a.transpose(0, 2, 1), b, out=stack[lo + 1:hi + 1].reshape(hi - lo, a.shape[2], -1))
+        a = x.reshape(n, x.shape[1], -1)
+        a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
+        b = y.reshape(n, y.shape[1], -1)
+        # one BLAS call per product, exactly as a single matmul makes it
+        np.matmul(a.transpose(0, 2, 1), b, out=stack[1:].reshape(n, a.shape[2], -1))
         for k, buf in enumerate(bufs):
             if buf is not None and sys.getrefcount(buf) > 3:  # held beyond `bufs`, this loop and the call
                 np.copyto(buf, stack[k + 1])
@@ -139,6 +133,10 @@ def _stack(items: int, shape: tuple) -> np.ndarray:
     if buf is None or buf.size < size:
         buf = _scratch.buf = np.empty(size, np.float32)
     return buf[:size].reshape((items,) + shape)
+
+
+def batchable(xv: np.ndarray, yv: np.ndarray) -> bool:
+    return xv.dtype == np.float32 and yv.dtype == np.float32
 
 
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:

@@ -24,7 +24,7 @@ LAYOUTS = """
         for k in nl.affine_range(KT):
             stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
             movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
-        # operands at equal steps in block tensors (a strided stack), bf16 (converted in chunks) or fp32
+        # operands at equal steps in block tensors (a strided stack); bf16 ones take one job per matmul
         acc = nl.zeros((M, 512), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(KT):
             acc += nisa.nc_matmul(stat[k], movs[k, :, 0:512])
