@@ -83,9 +83,6 @@ def prompt_gil_handoff(workers: int):
         yield
 
 
-_PENDING_BYTES = 64 << 20
-
-
 class Job:
     """One unit of worker work: steps that run in order on one thread (e.g. a matmul's products and the PSUM
     accumulation that consumes them: one thread hand-off instead of two). Each step waits only for its own
@@ -95,11 +92,10 @@ class Job:
     Lighter than `concurrent.futures.Future` (a Condition and its notify per job, which the simulating thread
     and the workers contend for): a lock held until the job has run."""
 
-    __slots__ = ("steps", "finished", "error", "weight", "_lock")
+    __slots__ = ("steps", "finished", "error", "_lock")
 
     def __init__(self) -> None:
         self.steps: list = []  # (jobs this step waits for, fn)
-        self.weight = 0  # bytes of results it holds beyond a single tile's (a product batch's stack)
         self.finished = False
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -175,8 +171,7 @@ class Pipeline:
         self.queue: SimpleQueue | None = SimpleQueue() if workers > 0 else None
         self.jobs: deque[Job] = deque()
         self.held: Job | None = None
-        self.pending_bytes = 0  # the weight of `jobs`
-        self.batch = None  # the last product batch (evidence.nki.product_batch); open while its job is held
+        self.batch = None  # the latest product batch (evidence.nki.product_batch); open while its job is held
 
     @property
     def busy(self) -> bool:
@@ -244,16 +239,10 @@ class Pipeline:
             self.queue.put(job)
         jobs = self.jobs
         jobs.append(job)
-        self.pending_bytes += job.weight
-        # bound the memory pending results hold (fresh pages cost page faults); failures surface in program order
-        if len(jobs) > 64 or self.pending_bytes > _PENDING_BYTES:
-            self._retire(jobs.popleft())
+        if len(jobs) > 64:  # bound the memory pending results hold; failures surface in program order
+            jobs.popleft().result()
             while jobs and jobs[0].finished:
-                self._retire(jobs.popleft())
-
-    def _retire(self, job: Job) -> None:
-        self.pending_bytes -= job.weight
-        job.result()
+                jobs.popleft().result()
 
     def parallel(self, fns: list) -> list:
         """Run independent callables (touching no tensor) on the workers and this thread; their results."""
@@ -335,7 +324,6 @@ class Pipeline:
         if self.held is not None:
             self._submit()
         jobs, self.jobs = self.jobs, deque()
-        self.pending_bytes = 0
         error = None
         for j in jobs:
             try:

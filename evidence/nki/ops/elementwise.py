@@ -385,15 +385,14 @@ def _accumulate_job(st, t: Tensor, o: Tensor) -> bool:
         undefined.inherit(o.alloc)
     if st.read_origin is not None and t.alloc.origin is None:
         t.alloc.origin = st.read_origin  # undefined operand values now live in the accumulator
-    acc, part = t.data, o.data.reshape(t.shape)
     batch = st.pipeline.batch
-    if batch is not None and batch.open_in(st.pipeline):
-        slot = batch.slot_of(o.data)
-        if slot:  # `o` is a product of the open batch: its accumulation joins the batch's job
-            batch.adds.append((acc, slot, True))
-            st.pipeline.run(None, reads=(o.alloc,), writes=(t.alloc,), hold=True, merge=True)
-            o.fresh = False
-            return True
+    slot = batch.slot_of(o.data) if batch is not None and batch.open_in(st.pipeline) else 0
+    if slot:  # `o` is a product of the open batch: its accumulation joins the batch's job
+        batch.adds.append((t.data, slot, True))
+        st.pipeline.run(None, reads=(o.alloc,), writes=(t.alloc,), hold=True, merge=True)
+        o.fresh = False
+        return True
+    acc, part = t.data, o.data.reshape(t.shape)
 
     def job() -> None:
         np.add(acc, part, out=acc)
