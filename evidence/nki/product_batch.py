@@ -98,10 +98,12 @@ class ProductBatch:
         b = y.reshape(n, y.shape[1], -1)
         # one BLAS call per product, exactly as a single matmul makes it
         np.matmul(a.transpose(0, 2, 1), b, out=stack[1:].reshape(n, a.shape[2], -1))
-        for k, buf in enumerate(bufs):
-            if buf is not None and sys.getrefcount(buf) > 3:  # held beyond `bufs`, this loop and the call
+        buf = None
+        for k in range(n):  # not enumerate: its cached (k, buf) tuple would count as one more holder
+            buf = bufs[k]
+            if buf is not None and sys.getrefcount(buf) > 3:  # held beyond `bufs`, `buf` and the call
                 np.copyto(buf, stack[k + 1])
-        del bufs
+        del bufs, buf
         i = 0
         while i < len(adds):
             acc, slot, add = adds[i]

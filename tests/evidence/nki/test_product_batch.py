@@ -147,6 +147,33 @@ def test_batch_run_matches_one_call_per_product(shape):
     assert slots[-1].view(np.int32).tolist() == last.view(np.int32).tolist()  # the result tile's values
 
 
+
+def test_only_products_still_held_are_delivered(monkeypatch):
+    """A result tile nothing holds when the job runs (the usual `acc += nc_matmul(...)`) is not filled:
+    its copy would be wasted work on every product; one still held gets the product's values."""
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal((128, 64), dtype=np.float32) for _ in range(4)]
+    ys = [rng.standard_normal((128, 96), dtype=np.float32) for _ in range(4)]
+    batch = ProductBatch(("k",), (64, 96), 4, transpose_x=True)
+    sentinel = np.float32(-7.5)
+    kept = np.full((64, 96), sentinel, np.float32)
+    batch.add_product(xs[0], ys[0], kept)
+    for i in range(1, 4):
+        batch.add_product(xs[i], ys[i], np.full((64, 96), sentinel, np.float32))  # dropped at once
+    seen = []
+    real_copyto = np.copyto
+
+    def spy(dst, src, *args, **kwargs):
+        seen.append(dst.shape)
+        return real_copyto(dst, src, *args, **kwargs)
+
+    monkeypatch.setattr(np, "copyto", spy)
+    batch.run()
+    monkeypatch.undo()
+    assert seen == [(64, 96)]  # one delivery: the held tile's
+    assert kept.view(np.int32).tolist() == np.matmul(xs[0].T, ys[0]).view(np.int32).tolist()
+
+
 DST_FIRST = '''
 import nki
 import nki.isa as nisa
