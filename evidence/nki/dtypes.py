@@ -163,13 +163,13 @@ def to_f32(a: np.ndarray) -> np.ndarray:
     return a if a.dtype == float32 else a.astype(np.float32)
 
 
-def fill_uninitialised(shape: tuple[int, ...], dt: object) -> np.ndarray:
+def fill_uninitialised(shape: tuple[int, ...], dt: object, empty=np.empty) -> np.ndarray:
+    """Storage of `dt` holding the never-written pattern (NaN, INT_SENTINEL, False); `empty(shape, dtype)`
+    allocates it."""
     d = storage(dt)
-    if d.kind in "iu":
-        return np.full(shape, INT_SENTINEL, dtype=d)
-    if d.kind == "b":
-        return np.zeros(shape, dtype=d)
-    return np.full(shape, np.nan, dtype=d)
+    data = empty(shape, d)
+    data[...] = INT_SENTINEL if d.kind in "iu" else (False if d.kind == "b" else np.nan)
+    return data
 
 
 def _weak(value: object) -> object:

@@ -80,6 +80,10 @@ class PagePool:
                 self._forget_one()
         return m.raw.view(dtype).reshape(shape)
 
+    def empty(self, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """An array whose every element its user writes before reading (values left undefined)."""
+        return self.zeros(shape, dtype, unread=True)
+
     def mark_dense(self, arr: np.ndarray | None) -> None:
         """Every element of `arr` (an array this pool handed out, whole) holds a written value now."""
         if arr is None or arr.nbytes < LAZY_BYTES:

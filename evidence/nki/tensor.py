@@ -74,7 +74,9 @@ class Alloc:
                 # memory only for the blocks the kernel writes. Its unwritten elements read as NaN (`Tensor.read`).
                 data = st.pages.zeros(shape, dtypes.storage(dt), unread=True)
             else:
-                data = dtypes.fill_uninitialised(shape, dt)
+                # from the page pool too (4 KiB pages): numpy advises 2 MiB pages for arrays of 4 MiB and up,
+                # and on hosts that compact memory on such a fault, first touches cost ten times as much
+                data = dtypes.fill_uninitialised(shape, dt, st.pages.empty)
         self.data = data
         self.wmask = st.pages.zeros(shape, bool) if tracked else None
         self.unwritten = data.size if tracked else 0  # elements wmask still holds False for (None: recount)
