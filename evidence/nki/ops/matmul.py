@@ -8,7 +8,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
-from evidence.nki.product_batch import ProductBatch, batchable, capacity
+from evidence.nki.product_batch import ProductBatch, capacity
 from evidence.nki.ops.base import (
     MIN_II, PMAX, Op, check_partitions, f32, free_size, fresh, op_mask, resolve_dtype, set_result, table, tile,
 )
@@ -160,7 +160,7 @@ def _matmul_job(st, c: Call, x, y) -> None:
         b = dtypes.to_f32(yv).reshape(ky, -1)
         return np.matmul(a.T, b, out=out)  # fp32 products and accumulation, as in PSUM
 
-    batched = st.pipeline.queue is not None and batchable(xv, yv)
+    batched = st.pipeline.queue is not None
     if c.into is None and batched:
         _batched_product(st, c, x, y, xv, yv)
         return

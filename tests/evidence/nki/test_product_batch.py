@@ -24,7 +24,7 @@ LAYOUTS = """
         for k in nl.affine_range(KT):
             stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
             movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
-        # operands at equal steps in block tensors (a strided stack); bf16 ones take one job per matmul
+        # operands at equal steps in block tensors (a strided stack); bf16 ones converted once per stack
         acc = nl.zeros((M, 512), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(KT):
             acc += nisa.nc_matmul(stat[k], movs[k, :, 0:512])
@@ -88,7 +88,8 @@ def test_batched_products_give_the_serial_results_bit_for_bit(monkeypatch, dtype
     np.testing.assert_allclose(batched.outputs[0][0, 1280], (s * s).sum(), rtol=1e-5)
 
 
-def test_an_accumulation_group_runs_as_one_job(monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_an_accumulation_group_runs_as_one_job(monkeypatch, dtype):
     """The point of batching: a worker takes the GIL a few times per group, not twice per matmul."""
     submitted = []
     real_submit = pipeline_module.Pipeline._submit
@@ -115,9 +116,11 @@ def test_an_accumulation_group_runs_as_one_job(monkeypatch):
         return out
     """
     rng = np.random.default_rng(3)
-    lhsT, rhs = rng.standard_normal((1024, 128), dtype=np.float32), rng.standard_normal((1024, 512), dtype=np.float32)
+    lhsT = rng.standard_normal((1024, 128), dtype=np.float32).astype(dtype)
+    rhs = rng.standard_normal((1024, 512), dtype=np.float32).astype(dtype)
     sim, _ = run_source(body, "kernel", lhsT, rhs)
-    np.testing.assert_allclose(sim.outputs[0], lhsT.T.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+    expected = lhsT.astype(np.float64).T @ rhs.astype(np.float64)
+    np.testing.assert_allclose(sim.outputs[0], expected, rtol=1e-4, atol=1e-3)
     # the 8 products with their 8 accumulations, the copy out of PSUM and the store: one job
     assert len(submitted) == 1
 
