@@ -26,7 +26,6 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from evidence.nki.dtypes import to_f32
 
 MAX_PRODUCTS = 32
 _STACK_BYTES = 16 << 20
@@ -93,9 +92,9 @@ class ProductBatch:
         """The worker's part: every product, then every accumulation in program order."""
         n, xs, ys, bufs, adds = self.count, self.xs, self.ys, self.bufs, self.adds
         self.xs = self.ys = self.bufs = self.adds = []  # the arrays go with the job
-        x, y = to_f32(_stacked(xs)), to_f32(_stacked(ys))  # one conversion per operand stack
+        x, y = _fp32(_stacked(xs), "x"), _fp32(_stacked(ys), "y")  # one conversion per operand stack
         del xs, ys
-        stack = _stack(n + 1, self.shape)
+        stack = _scratch_array("products", (n + 1,) + self.shape)
         a = x.reshape(n, x.shape[1], -1)
         a = a if self.transpose_x else a.transpose(0, 2, 1)  # stationary [K, M] per product
         b = y.reshape(n, y.shape[1], -1)
@@ -130,14 +129,24 @@ class ProductBatch:
             i = j
 
 
-def _stack(items: int, shape: tuple) -> np.ndarray:
-    """This worker's scratch stack as `items` fp32 arrays of `shape` (kept: its pages stay resident and
-    mostly in cache from one batch to the next)."""
-    size = items * math.prod(shape)
-    buf = getattr(_scratch, "buf", None)
+def _scratch_array(name: str, shape: tuple) -> np.ndarray:
+    """This worker's scratch array `name` (the product stack, converted operands) as fp32 of `shape`: kept
+    from one batch to the next, so its pages stay resident and mostly in cache."""
+    size = math.prod(shape)
+    buf = getattr(_scratch, name, None)
     if buf is None or buf.size < size:
-        buf = _scratch.buf = np.empty(size, np.float32)
-    return buf[:size].reshape((items,) + shape)
+        buf = np.empty(size, np.float32)
+        setattr(_scratch, name, buf)
+    return buf[:size].reshape(shape)
+
+
+def _fp32(stack: np.ndarray, name: str) -> np.ndarray:
+    """The operand stack in fp32 (engine arithmetic, REFERENCE §4), converted into scratch `name`."""
+    if stack.dtype == np.float32:
+        return stack
+    out = _scratch_array(name, stack.shape)
+    out[...] = stack
+    return out
 
 
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
