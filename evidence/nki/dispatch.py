@@ -94,6 +94,8 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         op.execute(st, c)
         if c.into is not None and not p.get("delivered"):
             c.into.receive(c.out, p.get("accumulate", False))
+    if written is not None and written.alloc.zeros and not p.get("zero_fill"):
+        written.alloc.zeros = False  # see Alloc.zeros
     return c.result
 
 

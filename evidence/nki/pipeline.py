@@ -205,7 +205,7 @@ class Pipeline:
         else:
             me.steps.append((deps, fn))
         for a in writes:
-            a.writer, a.readers = me, []
+            a.writer, a.readers, a.zeros = me, [], False
             if block is None:
                 a.whole_writer, a.block_writers = me, None
             elif a.block_writers is None:

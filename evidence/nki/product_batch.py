@@ -32,6 +32,10 @@ _STACK_BYTES = 16 << 20
 # np.add.reduce over the stack's leading axis adds the items in order, element by element, as the
 # separate `+=` calls did; for tiny items numpy may switch to pairwise summation, so those add one by one
 _REDUCE_MIN_ELEMENTS = 1024
+# an accumulation's mode (beside True: add, False: write over) when the accumulator holds +0.0 everywhere
+# and nothing wrote it since (`Alloc.zeros`): a reduction with initial value 0.0 adds in the same order
+# without reading it, which saves a copy of it into the stack and the worker's GIL round trip for that
+ONTO_ZEROS = 2
 _scratch = threading.local()  # per worker thread: the stack products are computed into, reused
 
 
@@ -50,8 +54,8 @@ class ProductBatch:
         self.bufs: list[np.ndarray | None] = []  # each product's result storage (None: a dst-first call's)
         self.xs: list[np.ndarray] = []
         self.ys: list[np.ndarray] = []
-        # (PSUM array, slot, add): the product in that slot added into the array, or (add False) written
-        # over it, in program order
+        # (PSUM array, slot, add): the product in that slot added into the array (add True or ONTO_ZEROS),
+        # or (add False) written over it, in program order
         self.adds: list[tuple[np.ndarray, int, bool]] = []
         self.job = None
         self.step = -1
@@ -112,13 +116,17 @@ class ProductBatch:
             j = i + 1  # a run of additions of the next products into the same array
             while j < len(adds) and adds[j][2] and adds[j][1] == slot + (j - i) and _same_array(adds[j][0], acc):
                 j += 1
-            if j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS and (slot == 1 or not add):
-                if add:  # ((acc + p1) + p2) + ..., element by element
+            if j - i > 1 and acc.size >= _REDUCE_MIN_ELEMENTS and (slot == 1 or add is not True):  # slot 0 is free
+                if add == ONTO_ZEROS:  # ((0.0 + p1) + p2) + ..., without reading acc
+                    items = stack[slot:slot + j - i].reshape((j - i,) + acc.shape)
+                    np.add.reduce(items, axis=0, out=acc, initial=0.0)
+                elif add:  # ((acc + p1) + p2) + ..., element by element
                     items = stack[:j - i + 1].reshape((j - i + 1,) + acc.shape)
                     np.copyto(items[0], acc)
+                    np.add.reduce(items, axis=0, out=acc)
                 else:  # written over by the first product: (p1 + p2) + ...
                     items = stack[slot:slot + j - i].reshape((j - i,) + acc.shape)
-                np.add.reduce(items, axis=0, out=acc)
+                    np.add.reduce(items, axis=0, out=acc)
             else:
                 for acc_k, slot_k, add_k in adds[i:j]:
                     p = stack[slot_k].reshape(acc_k.shape)

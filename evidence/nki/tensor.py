@@ -42,7 +42,7 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
-                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "__weakref__")
+                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "zeros", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -65,6 +65,9 @@ class Alloc:
         self.readers: list = []  # pending pipeline jobs reading it
         self.whole_writer = None  # of those writers, the last that may have written anywhere in it
         self.block_writers: dict | None = None  # block index -> the last pending job writing only that block
+        # every element holds +0.0 and no instruction has written it since (an `nl.zeros` tile): a PSUM
+        # accumulation group into it starts from zeros without reading it (evidence.nki.product_batch)
+        self.zeros = False
         tracked = uninit and buffer in ONCHIP and not st.trace_only
         if data is None:
             if st.trace_only:

@@ -82,11 +82,13 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
                 )
         data = None
         if init is not None and not st.trace_only:
-            if type(init) in (int, float) and init == 0 and math.copysign(1.0, init) > 0:
+            zeros = type(init) in (int, float) and init == 0 and math.copysign(1.0, init) > 0
+            if zeros:
                 data = np.zeros(shape, dtype=dtypes.storage(dt))  # calloc: no separate fill pass
             else:
                 data = np.full(shape, init, dtype=dtypes.storage(dt))
         alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
+        alloc.zeros = data is not None and zeros
         return Tensor.whole(alloc)
     # HBM
     if init is not None:
@@ -119,6 +121,8 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
 def _memset_call(st, op, t: Tensor, value) -> Call:
     c = Call(op, "vector" if t.alloc.buffer in ONCHIP and value is not None else None)
     c.out = c.result = t
+    if t.alloc.zeros:
+        c.p["zero_fill"] = True  # the instruction that made it zeros
     return c
 
 

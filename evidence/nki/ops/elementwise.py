@@ -12,6 +12,7 @@ from evidence.nki.ops.base import (
     fresh, lead_align, op_mask, reduce_command, reduced_mask, resolve_dtype, resolve_op, same_elements, same_partitions,
     scalar_dtype, scalar_operand, scalar_value, set_result, table, tile, value,
 )
+from evidence.nki.product_batch import ONTO_ZEROS
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY
 from evidence.nki.tensor import Tensor
 
@@ -388,7 +389,7 @@ def _accumulate_job(st, t: Tensor, o: Tensor) -> bool:
     batch = st.pipeline.batch
     slot = batch.slot_of(o.data) if batch is not None and batch.open_in(st.pipeline) else 0
     if slot:  # `o` is a product of the open batch: its accumulation joins the batch's job
-        batch.adds.append((t.data, slot, True))
+        batch.adds.append((t.data, slot, ONTO_ZEROS if t.alloc.zeros else True))
         st.pipeline.run(None, reads=(o.alloc,), writes=(t.alloc,), hold=True, merge=True)
         o.fresh = False
         return True

@@ -88,6 +88,59 @@ def test_batched_products_give_the_serial_results_bit_for_bit(monkeypatch, dtype
     np.testing.assert_allclose(batched.outputs[0][0, 1280], (s * s).sum(), rtol=1e-5)
 
 
+ZEROS_THEN_WRITTEN = """
+    def kernel(lhsT, rhs):
+        out = nl.ndarray((128, 1536), dtype=nl.float32, buffer=nl.shared_hbm)
+        stat = nl.ndarray((8, nl.par_dim(128), 128), dtype=lhsT.dtype)
+        movs = nl.ndarray((8, nl.par_dim(128), 512), dtype=rhs.dtype)
+        for k in nl.affine_range(8):
+            stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
+            movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
+        # a group onto fresh zeros, then a second group onto what the first left
+        twice = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(8):
+            twice += nisa.nc_matmul(stat[k], movs[k])
+        for k in nl.affine_range(8):
+            twice += nisa.nc_matmul(stat[k], movs[k])
+        nl.store(out[:, 0:512], value=nl.copy(twice))
+        # zeros, then written by a copy before the group: the group adds onto the copied values
+        copied = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+        copied[...] = nl.copy(movs[3])
+        for k in nl.affine_range(8):
+            copied += nisa.nc_matmul(stat[k], movs[k])
+        nl.store(out[:, 512:1024], value=nl.copy(copied))
+        # zeros, then one product added on its own, then a group
+        single = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+        single += nisa.nc_matmul(stat[7], movs[0])
+        part = nl.copy(single)
+        for k in nl.affine_range(8):
+            single += nisa.nc_matmul(stat[k], movs[k])
+        nl.store(out[:, 1024:1536], value=nl.add(single, part))
+        return out
+"""
+
+
+def test_groups_onto_zeros_and_onto_written_accumulators(monkeypatch):
+    """A group into a fresh `nl.zeros` tile starts from +0.0 without reading it; once any instruction
+    wrote the tile (an earlier group, a copy, a single product), groups add onto its values."""
+    rng = np.random.default_rng(12)
+    lhsT = rng.standard_normal((1024, 128), dtype=np.float32) * np.float32(1e3)
+    rhs = rng.standard_normal((1024, 512), dtype=np.float32) * np.float32(1e3)
+    runs = {}
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs[workers], _ = run_source(ZEROS_THEN_WRITTEN, "kernel", lhsT, rhs)
+    serial, batched = runs["0"].outputs[0], runs["2"].outputs[0]
+    assert serial.view(np.int32).tolist() == batched.view(np.int32).tolist()
+    a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
+    group = a.T @ b
+    scale = np.abs(group).max()
+    assert np.abs(batched[:, 0:512] - 2 * group).max() <= 1e-5 * scale
+    assert np.abs(batched[:, 512:1024] - (b[384:512] + group)).max() <= 1e-5 * scale
+    single = a[896:1024].T @ b[0:128]
+    assert np.abs(batched[:, 1024:1536] - (2 * single + group)).max() <= 1e-5 * scale
+
+
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
 def test_an_accumulation_group_runs_as_one_job(monkeypatch, dtype):
     """The point of batching: a worker takes the GIL a few times per group, not twice per matmul."""
