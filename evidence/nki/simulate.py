@@ -60,7 +60,7 @@ def _wrap(st: _state.State, a, index: int, mutable: bool):
     alloc.param = index
     alloc.mutable = mutable or getattr(a, "mutable", False)
     alloc.name = f"argument {index}"
-    alloc.lmask = np.zeros(alloc.shape, dtype=bool)
+    alloc.lmask = st.pages.zeros(alloc.shape, bool)  # painted only when a load is not a box (Coverage)
     alloc.lcov = Coverage(0, alloc.lmask, lazy=True)
     return Tensor.whole(alloc)
 
