@@ -69,7 +69,7 @@ def _values(f: Form, shape: tuple[int, ...]) -> np.ndarray:
 
 class Structure:
     """The shape and affine steps of index expressions, whatever their start: one object per distinct
-    structure (`structure`), so the subscript caches of tensor._affine_view and strided.recipe hash
+    structure (`structure`), so the subscript caches of subscripts.affine_view and strided.recipe hash
     and compare them by identity instead of walking nested tuples on every access."""
 
     __slots__ = ("shape", "steps")
@@ -95,7 +95,7 @@ class IndexExpr:
     """An integer index grid (result of arange/mgrid and affine arithmetic on them).
 
     Affine expressions keep only their form and shape: the values are built on first use (`a`), so a
-    subscript served as a strided view (tensor.index) never computes them."""
+    subscript served as a strided view (subscripts.index) never computes them."""
 
     __slots__ = ("_a", "lifted", "form", "shape", "_lifts", "_structure")
     __array_priority__ = 100

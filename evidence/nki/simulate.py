@@ -26,7 +26,9 @@ from evidence.nki.ops import OPS
 from evidence.nki.pipeline import default_workers, prompt_gil_handoff, single_threaded_blas
 from evidence.nki.report import Report, build_report
 from evidence.nki.shim.typing import TensorSpec, mutable_tensor
-from evidence.nki.tensor import Alloc, Tensor, materialise_stamps, written_count
+from evidence.nki.alloc import Alloc
+from evidence.nki.tensor import Tensor
+from evidence.nki.write_records import materialise_stamps, written_count
 from evidence.nki.trace import Recorder, TraceEvent
 
 

@@ -12,7 +12,8 @@ from evidence.nki.dispatch import Call
 from evidence.nki.host_access import note_host_operand
 from evidence.nki.indexing import fit_mask, full_mask, mask_array
 from evidence.nki.ops.functions import op_name
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
+from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
+from evidence.nki.tensor import Tensor
 
 PMAX = 128
 PSUM_FMAX_BYTES = 2048

@@ -10,11 +10,12 @@ from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import IndexExpr
 from evidence.nki.ops.base import (
-    PMAX, PSUM_FMAX_BYTES, Op, check_partitions, cost_gpsimd, cost_stream, fresh, op_mask, resolve_dtype,
+    PSUM_FMAX_BYTES, Op, check_partitions, cost_gpsimd, cost_stream, fresh, op_mask, resolve_dtype,
     set_result, table,
 )
 from evidence.nki.stamp_boxes import StampBoxes
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Alloc, Tensor
+from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
+from evidence.nki.tensor import Tensor
 
 
 class ParDim(int):

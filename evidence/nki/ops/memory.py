@@ -14,7 +14,9 @@ from evidence.nki.ops.base import (
     set_result, table, tile, unshared, value,
 )
 from evidence.nki.indexing import full_mask
-from evidence.nki.tensor import HBM_KINDS, ONCHIP, Tensor, index
+from evidence.nki.alloc import HBM_KINDS, ONCHIP
+from evidence.nki.subscripts import index
+from evidence.nki.tensor import Tensor
 
 ANY = ONCHIP + HBM_KINDS
 

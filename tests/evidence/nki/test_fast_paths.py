@@ -1,14 +1,14 @@
-"""Shortcuts on the simulating thread (evidence/nki/tensor.py) never change an answer.
+"""Shortcuts on the simulating thread (evidence/nki/tensor.py, subscripts.py) never change an answer.
 
 Each kernel here runs as it is and again with a shortcut switched off, and outputs, the report, the
 trace and the scheduler's side tables must be identical:
 
 - `t[k] += x` makes Python store `t[k] = t[k]`; `assigns_itself` recognises that store from the key
   object and the very view `t[k]` returned, and skips indexing and the assign dispatch;
-- compiler-style subscripts (`_affine_view`) return the view cut before for a repeated subscript
+- compiler-style subscripts (`affine_view`) return the view cut before for a repeated subscript
   (views never change), and remember a view known to be wholly written.
 
-Switching `_affine_view` off sends every subscript through the general path (and so disables the
+Switching `affine_view` off sends every subscript through the general path (and so disables the
 self-assignment shortcut, which only trusts fast-path views).
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence.nki import dispatch, tensor
+from evidence.nki import dispatch, subscripts, tensor
 
 from .conftest import marked_line, run_source
 
@@ -123,7 +123,7 @@ def test_self_assignment_shortcut_changes_nothing(name, monkeypatch):
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kept_views_change_nothing(name, monkeypatch):
     sim = _run(name)
-    monkeypatch.setattr(tensor, "_affine_view", lambda t, key: None)  # every subscript takes the general path
+    monkeypatch.setattr(subscripts, "affine_view", lambda t, key: None)  # every subscript takes the general path
     assert _observables(sim) == _observables(_run(name))
 
 

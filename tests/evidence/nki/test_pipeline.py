@@ -214,7 +214,8 @@ def test_the_compiler_style_fast_path_makes_the_views_of_the_general_path():
     """`x[i, k * 128 + nl.arange(128)[:, None], ...]` is served from a recipe cached per subscript
     structure; every subscript it serves gives the view the general indexing path gives."""
     from evidence.nki import state as _state
-    from evidence.nki import tensor
+    from evidence.nki import alloc as allocs
+    from evidence.nki import subscripts, tensor
     from evidence.nki.indexing import arange, mgrid
     from evidence.nki.ops import OPS
 
@@ -222,7 +223,7 @@ def test_the_compiler_style_fast_path_makes_the_views_of_the_general_path():
     prev = _state.set_current(st)
     try:
         data = np.arange(3 * 4 * 128 * 96, dtype=np.float32).reshape(3, 4, 128, 96)
-        alloc = tensor.Alloc(st, "sbuf", data.shape, np.dtype(np.float32), data, pdim=2)
+        alloc = allocs.Alloc(st, "sbuf", data.shape, np.dtype(np.float32), data, pdim=2)
         alloc.wmask = np.zeros(data.shape, bool)
         t = tensor.Tensor.whole(alloc)
         ip, ix = mgrid[0:64, 0:32]
@@ -233,7 +234,7 @@ def test_the_compiler_style_fast_path_makes_the_views_of_the_general_path():
             (1, arange(4)[:, None], 5),
         ]
         for key in views:
-            fast, general = tensor._affine_view(t, key), tensor.index_general(t, key)
+            fast, general = subscripts.affine_view(t, key), subscripts.index_general(t, key)
             assert fast is not None, key
             assert fast.shape == general.shape and fast.block == general.block, key
             expected = general.read() if general.adv is not None else general.data
@@ -243,8 +244,8 @@ def test_the_compiler_style_fast_path_makes_the_views_of_the_general_path():
             (2, 2, 100 + arange(64)[:, None], arange(96)[None, :]), (0, 1, arange(128)[:, None], arange(96)[None, :] // 2),
         ]
         for key in others:
-            assert tensor._affine_view(t, key) is None and tensor.index_general(t, key).adv is not None, key
-        assert tensor._affine_view(t, (5, 0, arange(128)[:, None])) is None  # the general path reports it
+            assert subscripts.affine_view(t, key) is None and subscripts.index_general(t, key).adv is not None, key
+        assert subscripts.affine_view(t, (5, 0, arange(128)[:, None])) is None  # the general path reports it
     finally:
         _state.set_current(prev)
 
@@ -325,7 +326,7 @@ def test_stores_of_copied_psum_tiles_as_jobs_give_the_serial_results_trace_and_r
 
 
 class _Allocation:
-    """What the pipeline keeps on an allocation (tensor.Alloc) for its hazards."""
+    """What the pipeline keeps on an allocation (alloc.Alloc) for its hazards."""
 
     def __init__(self) -> None:
         self.writer = self.whole_writer = self.block_writers = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence.nki import stamp_boxes, tensor
+from evidence.nki import stamp_boxes, write_records
 from evidence.nki.stamp_boxes import StampBoxes
 
 from .conftest import run_source
@@ -183,8 +183,8 @@ def test_what_the_boxes_answer():
 
 def test_box_stores_never_fill_the_stamp_array(monkeypatch):
     filled = []
-    real = tensor.materialise_stamps
-    monkeypatch.setattr(tensor, "materialise_stamps", lambda alloc: (filled.append(alloc.stamp_boxes), real(alloc)))
+    real = write_records.materialise_stamps
+    monkeypatch.setattr(write_records, "materialise_stamps", lambda alloc: (filled.append(alloc.stamp_boxes), real(alloc)))
     sim = _run("tiles")
     assert [b for b in filled if b is not None] == []
     np.testing.assert_allclose(sim.outputs[0][:, 256:], np.exp(A[:, 256:]) + 1.0, rtol=1e-6)
