@@ -50,8 +50,10 @@ class Alloc:
         self.readers: list = []  # pending pipeline jobs reading it
         self.whole_writer = None  # of those writers, the last that may have written anywhere in it
         self.block_writers: dict | None = None  # block index -> the last pending job writing only that block
-        # every element holds +0.0 and no instruction has written it since (an `nl.zeros` tile): a PSUM
-        # accumulation group into it starts from zeros without reading it (evidence.nki.product_batch)
+        # every element holds +0.0 and nothing has written it since (an `nl.zeros` tile): a PSUM
+        # accumulation group into it starts from zeros without reading it (evidence.nki.product_batch).
+        # Cleared by the instruction whose destination it is (dispatch.call), by every store (Tensor.write,
+        # receive, write_pending) and by any pipeline job that writes it
         self.zeros = False
         tracked = uninit and buffer in ONCHIP and not st.trace_only
         if data is None:

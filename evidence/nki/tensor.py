@@ -206,6 +206,7 @@ class Tensor(TensorOperators, HostAccessGuard):
         st = self.alloc.state
         if self.adv is not None or st.read_origin is not None or st.trace_only:
             return False
+        self.alloc.zeros = False
         if self.alloc.origin is not None and self.size == self.alloc.data.size:
             self.alloc.origin = None  # wholly overwritten by defined values
         dst, dt = self.data, self.dtype
@@ -285,6 +286,7 @@ class Tensor(TensorOperators, HostAccessGuard):
         `accumulate` marks read-modify-write stores (DMA with dst_rmw_op), which iterations may share.
         """
         st = self.alloc.state
+        self.alloc.zeros = False  # any store, including an instruction's second output (Alloc.zeros)
         if self.alloc.writer is not None or self.alloc.readers:  # pending TensorE jobs use it
             st.pipeline.settle(writes=(self.alloc,))
         if st.read_origin is not None:
@@ -353,6 +355,7 @@ class Tensor(TensorOperators, HostAccessGuard):
         False overwrites, None (the default) adds where this tile already holds values and overwrites
         where it does not, so the first matmul into a fresh allocation overwrites (REFERENCE §3.5)."""
         st = self.alloc.state
+        self.alloc.zeros = False
         if st.trace_only:
             self.write(np.zeros(()), result.valid)
             return
