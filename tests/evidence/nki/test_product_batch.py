@@ -71,14 +71,19 @@ def _operands(dtype):
     return lhsT, rhs, small
 
 
+def _serial_and_batched(monkeypatch, run):
+    """`run()` inline (no worker threads: one call per instruction) and with two workers (batches)."""
+    runs = []
+    for workers in ("0", "2"):
+        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
+        runs.append(run())
+    return runs
+
+
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
 def test_batched_products_give_the_serial_results_bit_for_bit(monkeypatch, dtype):
     args = _operands(dtype)
-    runs = {}
-    for workers in ("0", "2"):
-        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
-        runs[workers], _ = run_source(LAYOUTS, "kernel", *args)
-    serial, batched = runs["0"], runs["2"]
+    serial, batched = _serial_and_batched(monkeypatch, lambda: run_source(LAYOUTS, "kernel", *args)[0])
     assert serial.outputs[0].view(np.int32).tolist() == batched.outputs[0].view(np.int32).tolist()
     assert serial.report.model_dump() == batched.report.model_dump()
     assert serial.trace == batched.trace
@@ -88,14 +93,21 @@ def test_batched_products_give_the_serial_results_bit_for_bit(monkeypatch, dtype
     np.testing.assert_allclose(batched.outputs[0][0, 1280], (s * s).sum(), rtol=1e-5)
 
 
-ZEROS_THEN_WRITTEN = """
+def _eight_tiles_kernel(cols: int, body: str) -> str:
+    """A kernel that loads 8 stationary [128, 128] and 8 moving [128, 512] tiles, then runs `body`."""
+    return f"""
     def kernel(lhsT, rhs):
-        out = nl.ndarray((128, 1536), dtype=nl.float32, buffer=nl.shared_hbm)
+        out = nl.ndarray((128, {cols}), dtype=nl.float32, buffer=nl.shared_hbm)
         stat = nl.ndarray((8, nl.par_dim(128), 128), dtype=lhsT.dtype)
         movs = nl.ndarray((8, nl.par_dim(128), 512), dtype=rhs.dtype)
         for k in nl.affine_range(8):
             stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
             movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
+{body}        return out
+"""
+
+
+ZEROS_THEN_WRITTEN = _eight_tiles_kernel(1536, """
         # a group onto fresh zeros, then a second group onto what the first left
         twice = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(8):
@@ -116,8 +128,7 @@ ZEROS_THEN_WRITTEN = """
         for k in nl.affine_range(8):
             single += nisa.nc_matmul(stat[k], movs[k])
         nl.store(out[:, 1024:1536], value=nl.add(single, part))
-        return out
-"""
+""")
 
 
 def test_groups_onto_zeros_and_onto_written_accumulators(monkeypatch):
@@ -126,11 +137,8 @@ def test_groups_onto_zeros_and_onto_written_accumulators(monkeypatch):
     rng = np.random.default_rng(12)
     lhsT = rng.standard_normal((1024, 128), dtype=np.float32) * np.float32(1e3)
     rhs = rng.standard_normal((1024, 512), dtype=np.float32) * np.float32(1e3)
-    runs = {}
-    for workers in ("0", "2"):
-        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
-        runs[workers], _ = run_source(ZEROS_THEN_WRITTEN, "kernel", lhsT, rhs)
-    serial, batched = runs["0"].outputs[0], runs["2"].outputs[0]
+    serial, batched = (sim.outputs[0] for sim in _serial_and_batched(
+        monkeypatch, lambda: run_source(ZEROS_THEN_WRITTEN, "kernel", lhsT, rhs)[0]))
     assert serial.view(np.int32).tolist() == batched.view(np.int32).tolist()
     a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
     group = a.T @ b
@@ -154,20 +162,12 @@ def test_an_accumulation_group_runs_as_one_job(monkeypatch, dtype):
 
     monkeypatch.setattr(pipeline_module.Pipeline, "_submit", counting_submit)
     monkeypatch.setenv("NKI_SIM_WORKERS", "2")
-    body = """
-    def kernel(lhsT, rhs):
-        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-        stat = nl.ndarray((8, nl.par_dim(128), 128), dtype=lhsT.dtype)
-        movs = nl.ndarray((8, nl.par_dim(128), 512), dtype=rhs.dtype)
-        for k in nl.affine_range(8):
-            stat[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :])
-            movs[k] = nl.load(rhs[k * 128:(k + 1) * 128, :])
+    body = _eight_tiles_kernel(512, """
         acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(8):
             acc += nisa.nc_matmul(stat[k], movs[k])
         nl.store(out, value=nl.copy(acc))
-        return out
-    """
+""")
     rng = np.random.default_rng(3)
     lhsT = rng.standard_normal((1024, 128), dtype=np.float32).astype(dtype)
     rhs = rng.standard_normal((1024, 512), dtype=np.float32).astype(dtype)
@@ -272,11 +272,8 @@ def test_dst_first_matmuls_batch_with_the_serial_results(monkeypatch):
     rng = np.random.default_rng(9)
     lhsT = rng.standard_normal((512, 128), dtype=np.float32) * np.float32(1e3)
     rhs = rng.standard_normal((512, 512), dtype=np.float32) * np.float32(1e3)
-    runs = {}
-    for workers in ("0", "2"):
-        monkeypatch.setenv("NKI_SIM_WORKERS", workers)
-        runs[workers] = simulate(load_kernel(DST_FIRST, display="k.py").matmul, lhsT, rhs)
-    serial, batched = runs["0"], runs["2"]
+    serial, batched = _serial_and_batched(
+        monkeypatch, lambda: simulate(load_kernel(DST_FIRST, display="k.py").matmul, lhsT, rhs))
     assert serial.outputs[0].view(np.int32).tolist() == batched.outputs[0].view(np.int32).tolist()
     assert serial.report.model_dump() == batched.report.model_dump()
     assert serial.trace == batched.trace
