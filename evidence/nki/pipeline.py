@@ -172,6 +172,7 @@ class Pipeline:
         self.jobs: deque[Job] = deque()
         self.held: Job | None = None
         self.batch = None  # the latest product batch (evidence.nki.product_batch); open while its job is held
+        self.copy = None  # the latest copy out of pending values (ops.memory.PendingCopy), likewise
 
     @property
     def busy(self) -> bool:

@@ -199,10 +199,13 @@ class Tensor(TensorOperators, HostAccessGuard):
             undefined.inherit(self.alloc)
         return self.data
 
-    def write_pending(self, value: np.ndarray, src: Alloc) -> bool:
+    def write_pending(self, value: np.ndarray, src: Alloc, producer=None) -> bool:
         """`write(value)` as a pipeline job behind the pending jobs of `src` (which produce `value`) and of
         this allocation: bookkeeping now (written masks, HBM write stamps), the copy on a worker. False
-        (nothing done) when the write needs the values now: undefined data to trace, an index gather."""
+        (nothing done) when the write needs the values now: undefined data to trace, an index gather.
+
+        `producer`: the still-open job step that computes `value` (a pending copy out of PSUM); it then
+        writes its values here itself (`producer.deliver_to(dst, dtype, convert)`), one copy instead of two."""
         st = self.alloc.state
         if self.adv is not None or st.read_origin is not None or st.trace_only:
             return False
@@ -212,10 +215,14 @@ class Tensor(TensorOperators, HostAccessGuard):
         dst, dt = self.data, self.dtype
         convert = dt is dtypes.tfloat32 or value.dtype.kind != dst.dtype.kind
 
-        def job() -> None:
-            dst[...] = dtypes.cast(value, dt) if convert else value
+        if producer is not None:
+            producer.deliver_to(dst, dt, convert)
+            st.pipeline.run(None, reads=(src,), writes=(self.alloc,), merge=True, block=self._one_block())
+        else:
+            def job() -> None:
+                dst[...] = dtypes.cast(value, dt) if convert else value
 
-        st.pipeline.run(job, reads=(src,), writes=(self.alloc,), block=self._one_block())
+            st.pipeline.run(job, reads=(src,), writes=(self.alloc,), block=self._one_block())
         self.mark_written(None)
         if self.stamp is not None:
             write_records.stamp(st, self.alloc, self.stamp, ..., None, False, self.region())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -203,17 +204,49 @@ def _copy_job(st, c: Call, src: Tensor) -> bool:
     if v is None:
         return False
     out, dt = c.out, c.out.dtype
-    keep_int = dtypes.is_int(dt) and dtypes.is_int(src.dtype)
     buf = np.empty(out.shape, dtypes.storage(dt))
     out.alloc.data = out.data = buf
     out.alloc.origin = st.read_origin
-
-    def job() -> None:
-        r = dtypes.cast(v if keep_int else dtypes.to_f32(v), dt)  # exec_copy's values, into the result's storage
-        buf[...] = r.reshape(buf.shape) if r.shape != buf.shape else r
-
-    st.pipeline.run(job, reads=(src.alloc,), writes=(out.alloc,), hold=True)
+    pipeline = st.pipeline
+    copy = pipeline.copy = PendingCopy(v, buf, dt, dtypes.is_int(dt) and dtypes.is_int(src.dtype))
+    pipeline.run(copy.run, reads=(src.alloc,), writes=(out.alloc,), hold=True)
+    copy.job, copy.step = pipeline.held, len(pipeline.held.steps) - 1
     return True
+
+
+class PendingCopy:
+    """The job step of a copy out of pending values (`_copy_job`): exec_copy's values into the result's
+    storage, or, when an assignment binds the result (`v4[...] = nl.copy(psum)`, the usual case) while
+    the step is still open (`open_in`), straight into that destination (`deliver_to`). The result's own
+    storage is then filled only if something still holds it when the step runs."""
+
+    __slots__ = ("v", "buf", "dt", "keep_int", "job", "step", "dst")
+
+    def __init__(self, v: np.ndarray, buf: np.ndarray, dt, keep_int: bool) -> None:
+        self.v, self.buf, self.dt, self.keep_int = v, buf, dt, keep_int
+        self.job, self.step = None, -1
+        self.dst = None  # (destination array, its dtype, whether to cast)
+
+    def open_in(self, pipeline) -> bool:
+        job = pipeline.held
+        return job is not None and job is self.job and len(job.steps) - 1 == self.step and self.dst is None
+
+    def deliver_to(self, dst: np.ndarray, dt, convert: bool) -> None:
+        self.dst = (dst, dt, convert)
+
+    def run(self) -> None:
+        v, buf, self.v = self.v, self.buf, None
+        r = dtypes.cast(v if self.keep_int else dtypes.to_f32(v), self.dt)
+        r = r.reshape(buf.shape) if r.shape != buf.shape else r
+        del v
+        if self.dst is None:
+            buf[...] = r
+            return
+        dst, dt, convert = self.dst
+        self.buf = self.dst = None
+        if sys.getrefcount(buf) > 2:  # held beyond `buf` and the call: the result tile is still used
+            buf[...] = r
+        dst[...] = dtypes.cast(r, dt) if convert else r
 
 
 def check_tensor_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
@@ -328,7 +361,10 @@ def exec_assign(st, c: Call) -> None:
         return
     if isinstance(v, Tensor) and v.alloc.writer is not None and v.valid is None and v.reduce_op is None:
         arr = v.read_pending()  # values a pending job produces: the copy into `view` joins the jobs
-        if arr is not None and view.write_pending(fit(st, arr, v.shape, view.shape, "assign"), v.alloc):
+        copy = st.pipeline.copy
+        producer = (copy if copy is not None and copy.buf is arr and arr.shape == tuple(view.shape)
+                    and copy.open_in(st.pipeline) else None)
+        if arr is not None and view.write_pending(fit(st, arr, v.shape, view.shape, "assign"), v.alloc, producer):
             v.fresh = False
             return
     if st.pipeline.busy:

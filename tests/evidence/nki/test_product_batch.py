@@ -149,6 +149,52 @@ def test_groups_onto_zeros_and_onto_written_accumulators(monkeypatch):
     assert np.abs(batched[:, 1024:1536] - (2 * single + group)).max() <= 1e-5 * scale
 
 
+COPIES_OUT_OF_PSUM = _eight_tiles_kernel(2048, """
+        blocks = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+        for b in nl.affine_range(3):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(8):
+                acc += nisa.nc_matmul(stat[(k + b) % 8], movs[k])
+            if b == 0:  # the copy's result dropped at once: written straight into its block
+                blocks[b] = nl.copy(acc, dtype=nl.float32)
+            elif b == 1:  # kept and read again after the assignment: its own storage is filled too
+                kept = nl.copy(acc, dtype=nl.float32)
+                blocks[b] = kept
+                nl.store(out[:, 1536:2048], value=kept)
+            else:  # rounded to bf16 by the copy, widened again by the assignment
+                blocks[b] = nl.copy(acc, dtype=nl.bfloat16)
+        for b in nl.affine_range(3):
+            nl.store(out[:, b * 512:(b + 1) * 512], value=blocks[b])
+""")
+
+
+def test_copies_out_of_psum_written_straight_into_their_destination(monkeypatch):
+    """`dst[...] = nl.copy(psum)`: the pending copy writes its values into dst itself (one copy, not two),
+    exactly as the serial run does; a copy result still held afterwards gets its values as well."""
+    from evidence.nki.ops import memory
+
+    folded = []
+    real_run = memory.PendingCopy.run
+    monkeypatch.setattr(memory.PendingCopy, "run", lambda self: (folded.append(self.dst is not None), real_run(self)))
+    rng = np.random.default_rng(13)
+    lhsT = rng.standard_normal((1024, 128), dtype=np.float32) * np.float32(1e3)
+    rhs = rng.standard_normal((1024, 512), dtype=np.float32) * np.float32(1e3)
+    serial, batched = (sim.outputs[0] for sim in _serial_and_batched(
+        monkeypatch, lambda: run_source(COPIES_OUT_OF_PSUM, "kernel", lhsT, rhs)[0]))
+    assert serial.view(np.int32).tolist() == batched.view(np.int32).tolist()
+    assert folded == [True, True, True]  # only the run with workers has pending copies
+    a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
+    group = [sum(a[((k + i) % 8) * 128:((k + i) % 8 + 1) * 128].T @ b[k * 128:(k + 1) * 128] for k in range(8))
+             for i in range(3)]
+    scale = np.abs(group[0]).max()
+    assert np.abs(batched[:, 0:512] - group[0]).max() <= 1e-5 * scale
+    assert np.abs(batched[:, 512:1024] - group[1]).max() <= 1e-5 * scale
+    assert np.abs(batched[:, 1536:2048] - group[1]).max() <= 1e-5 * scale  # the kept copy's own values
+    bf16 = batched[:, 1024:1536]
+    assert (bf16.astype(ml_dtypes.bfloat16).astype(np.float32) == bf16).all()  # bf16 values, widened
+    assert np.abs(bf16 - group[2]).max() <= 2.0**-8 * scale
+
+
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
 def test_an_accumulation_group_runs_as_one_job(monkeypatch, dtype):
     """The point of batching: a worker takes the GIL a few times per group, not twice per matmul."""
