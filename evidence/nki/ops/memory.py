@@ -287,14 +287,24 @@ def cost_dynamic_copy(st, c: Call) -> float:
     return max(600.0, cost_stream(st, c))
 
 
-def check_broadcast_to(st, src, *, shape=None, **kw):
-    shape = tuple(kw.get("target_shape", shape))
+def check_broadcast_to(st, src, *args, shape=None, dtype=None, **kw):
+    # beta: broadcast_to(src, *, shape); nki 0.3+: broadcast_to(x, shape, dtype=None)
+    if args:
+        if st.dialect != "standalone" or len(args) > 2:
+            raise st.error("err_broadcast_to_arguments", "nl.broadcast_to takes the source tile and shape= (a keyword "
+                           "argument in the beta dialect; nki 0.3+ also takes shape and dtype positionally)")
+        shape, dtype = (args + (dtype,))[:2]
+    shape = kw.get("target_shape", shape)
+    if shape is None:
+        raise st.error("err_broadcast_to_arguments", "nl.broadcast_to needs the target shape")
+    shape = tuple(shape)
     src = tile(st, src, "broadcast_to", "src", ANY)
     c = Call("broadcast_to", "tensor" if src.shape[0] != shape[0] else None)
     fit(st, None, src.shape, shape, "broadcast_to")
     check_partitions(st, shape, "broadcast_to", "result")
     c.ins = [src]
-    c.out = c.result = fresh(st, shape, src.dtype, src.alloc.buffer if src.alloc.buffer in ONCHIP else "sbuf")
+    out_dtype = src.dtype if dtype is None else dtypes.resolve(dtype)
+    c.out = c.result = fresh(st, shape, out_dtype, src.alloc.buffer if src.alloc.buffer in ONCHIP else "sbuf")
     return c
 
 
