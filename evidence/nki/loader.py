@@ -43,7 +43,7 @@ def _shim_table(dialect: str) -> dict[str, types.ModuleType]:
 
         return {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.isa.constants": isa_constants,
                 "nki.typing": typing, "nki.compiler": compiler, "nki.tensor": tensor}
-    from evidence.nki.shim import isa, language, nki
+    from evidence.nki.shim import internal, isa, language, nki
 
     root = types.ModuleType("neuronxcc")
     root.__doc__ = "NKI simulator stand-in for neuronx-cc (evidence.nki)"
@@ -52,6 +52,7 @@ def _shim_table(dialect: str) -> dict[str, types.ModuleType]:
     for suffix, module in (("", nki), (".language", language), (".isa", isa), (".typing", typing),
                            (".compiler", compiler)):
         table["neuronxcc.nki" + suffix] = module
+    table.update(internal.beta_modules())
     return table
 
 

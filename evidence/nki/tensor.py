@@ -166,7 +166,7 @@ class Tensor(TensorOperators, HostAccessGuard):
             elif self.stamp is not None and self.alloc.param < 0 and not write_records.stamped(self):
                 self._check_init(self.stamp >= 0, mask)
             if self.alloc.origin is not None:
-                undefined.inherit(self.alloc)
+                undefined.inherit(self.alloc, data.dtype)
             return data
         parent, idx, m, _ = self.locate(mask)
         data = parent.data[idx]
@@ -179,7 +179,7 @@ class Tensor(TensorOperators, HostAccessGuard):
             write_records.materialise_stamps(parent.alloc)
             self._check_init(parent.stamp[idx] >= 0, m)
         if parent.alloc.origin is not None:
-            undefined.inherit(parent.alloc)
+            undefined.inherit(parent.alloc, data.dtype)
         return data.reshape(self.shape)
 
     def read_pending(self) -> np.ndarray | None:
@@ -196,7 +196,7 @@ class Tensor(TensorOperators, HostAccessGuard):
         elif self.stamp is not None and self.alloc.param < 0 and not write_records.stamped(self):
             return None
         if self.alloc.origin is not None:
-            undefined.inherit(self.alloc)
+            undefined.inherit(self.alloc, self.data.dtype)
         return self.data
 
     def write_pending(self, value: np.ndarray, src: Alloc, producer=None) -> bool:

@@ -30,10 +30,12 @@ def fill(values: np.ndarray, written: np.ndarray) -> np.ndarray:
     return np.where(written, values, np.asarray(np.nan, dtype=values.dtype))
 
 
-def inherit(alloc) -> None:
-    """A read of values derived from undefined data: the instruction inherits their origin."""
+def inherit(alloc, stored=None) -> None:
+    """A read of values derived from undefined data: the instruction inherits their origin. Not through a
+    view reinterpreting the bits (`t.view(nl.float8_e4m3)` of fp32 scales): NaN no longer marks undefined
+    elements there (defined fp32 bytes read as fp8 can be NaN patterns), so what it reaches cannot be told."""
     st = alloc.state
-    if st.read_origin is None:
+    if st.read_origin is None and (stored is None or stored == dtypes.storage(alloc.dtype)):
         st.read_origin = alloc.origin
 
 

@@ -11,7 +11,7 @@ from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.host_access import note_host_operand
 from evidence.nki.indexing import fit_mask, full_mask, mask_array
-from evidence.nki.ops.functions import op_name
+from evidence.nki.ops.functions import OPERAND_FREE, SCALAR_ALU, op_name
 from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.tensor import Tensor
 
@@ -101,6 +101,16 @@ def resolve_op(st, table_: dict, fn, what: str):
     if name not in table_:
         raise st.error("err_unsupported_op_argument", f"'{name}' is not a supported {what}")
     return name, table_[name]
+
+
+def scalar_alu_op(st, fn, operand, reverse: bool, what: str):
+    """An ALU operator of tensor_scalar/tensor_scalar_reduce as (name, callable). `abs` takes no operand: only
+    the documented idiom (operand 0.0, not reversed) is simulated, since nothing says what another operand does."""
+    name, f = resolve_op(st, SCALAR_ALU, fn, what)
+    if name in OPERAND_FREE and (reverse or isinstance(operand, Tensor) or operand != 0):
+        raise st.error("err_unsupported_op_argument", f"'{name}' as {what} is simulated only with a scalar operand "
+                       f"0.0 and no reverse (what it does with {operand!r} is not documented)"[:300])
+    return name, f
 
 
 def scalar_operand(st, x, data: Tensor, op: str, arg: str):

@@ -10,7 +10,7 @@ from evidence.nki.indexing import MaskExpr, full_mask
 from evidence.nki.ops.base import (
     MIN_II, REDUCE_IDLE, Op, accumulate_registers, bshape, cost_gpsimd, cost_stream, cost_two_inputs, f32, free_size,
     fresh, lead_align, op_mask, reduce_command, reduced_mask, resolve_dtype, resolve_op, same_elements, same_partitions,
-    scalar_dtype, scalar_operand, scalar_value, set_result, table, tile, value,
+    scalar_alu_op, scalar_dtype, scalar_operand, scalar_value, set_result, table, tile, value,
 )
 from evidence.nki.product_batch import ONTO_ZEROS
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY
@@ -139,8 +139,8 @@ def _apply(fn, a, b, reverse: bool):
 def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
                         dtype=None, mask=None, engine=None, **_):
     data = tile(st, data, "tensor_scalar", "data")
-    n0, f0 = resolve_op(st, BINARY, op0, "tensor_scalar op0")
-    n1, f1 = resolve_op(st, BINARY, op1, "tensor_scalar op1") if op1 is not None else (None, None)
+    n0, f0 = scalar_alu_op(st, op0, operand0, reverse0, "tensor_scalar op0")
+    n1, f1 = scalar_alu_op(st, op1, operand1, reverse1, "tensor_scalar op1") if op1 is not None else (None, None)
     # bitvec operators (shifts, and/or/xor) work on integer bit patterns: integer data and operands only, and
     # op0 and op1 are both bitvec or both arithmetic (nki.isa.tensor_scalar)
     if n1 is not None and (n0 in BITWISE) != (n1 in BITWISE):

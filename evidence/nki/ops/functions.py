@@ -72,6 +72,10 @@ BINARY = {
     "less": np.less, "less_equal": np.less_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
 }
+# ALU operators of the tensor_scalar family that take no operand: `op0=nl.abs, operand0=0.0` is the per-row
+# absmax idiom of fp8 quantisation (REFERENCE lists abs among the Vector/Scalar ALU operators)
+OPERAND_FREE = {"abs": lambda x, _operand: np.abs(x)}
+SCALAR_ALU = {**BINARY, **OPERAND_FREE}
 BOOL_RESULT = {"equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
                "logical_and", "logical_or", "logical_xor", "logical_not"}
 BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}

@@ -12,7 +12,7 @@ from evidence.nki import dtypes
 from evidence.nki.dispatch import Call
 from evidence.nki.ops.base import (
     MIN_II, Op, cost_gpsimd, cost_stream, f32, free_size, fresh, lead_align, op_mask, reduced_mask, resolve_dtype,
-    resolve_op, scalar_operand, scalar_value, set_result, table, tile,
+    resolve_op, scalar_alu_op, scalar_operand, scalar_value, set_result, table, tile,
 )
 from evidence.nki.indexing import full_mask
 from evidence.nki.ops.functions import BINARY, REDUCE
@@ -169,7 +169,7 @@ def check_tensor_scalar_reduce(st, *, data, op0, operand0, reduce_op, reduce_res
     c = Call("nisa.tensor_scalar_reduce", "vector")
     c.mask = op_mask(st, mask)
     c.ins = [data]
-    c.p.update(f0=resolve_op(st, BINARY, op0, "op0")[1], o0=scalar_operand(st, operand0, data, "tensor_scalar_reduce", "operand0"),
+    c.p.update(f0=scalar_alu_op(st, op0, operand0, reverse0, "tensor_scalar_reduce op0")[1], o0=scalar_operand(st, operand0, data, "tensor_scalar_reduce", "operand0"),
                r0=reverse0, red=_red_name(st, reduce_op), res=res)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     if st.trace_only:
