@@ -14,8 +14,9 @@ from collections.abc import Callable
 import libcst as cst
 
 from evidence.static.shapes import (
-    _DTYPE_ALIASES, ALLOC_CALLS, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, TILE_SIZE, Binding, Dtype,
-    SYM, Grid, Index, LoopVar, ParDim, Sym, Tensor, as_shape, broadcast, canonical_module, promote, promote_scalar,
+    _DTYPE_ALIASES, ALLOC_CALLS, ARANGE_GRID, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, SYM, TILE_SIZE, Binding, Dtype, Grid,
+    Index, LoopVar, MultiIndex, ParDim, Sym, Tensor, as_shape, broadcast, canonical_module, combine_indices, promote,
+    promote_scalar,
 )
 
 _BINOPS: dict[type, Callable] = {
@@ -164,9 +165,12 @@ class Evaluator:
                 dtype = promote_scalar(t.dtype, other) if isinstance(other, num) else t.dtype
             buf = next((x.buffer for x in (left, right) if isinstance(x, Tensor) and x.buffer != "psum"), "sbuf")
             return Tensor(shape, dtype, buf or "sbuf", "compute")
+        idx = (Index, MultiIndex)
+        if isinstance(left, idx) and isinstance(right, idx):
+            return combine_indices(left, right)
         for x in (left, right):
-            if isinstance(x, Index):
-                return Index(x.size)
+            if isinstance(x, idx):
+                return x
         scalar = (int, float, Sym, LoopVar)
         if isinstance(left, scalar) and isinstance(right, scalar):
             return SYM
@@ -182,15 +186,15 @@ class Evaluator:
                     return base[i]
             return None
         if isinstance(base, Index):
-            return base
+            return _placed_arange(base, elems)
         if base == "nl.mgrid":
             sizes = []
-            for e in elems:
+            for axis, e in enumerate(elems):
                 s = e.slice
                 if isinstance(s, cst.Slice):
                     lo = self.ev(s.lower) if s.lower else 0
                     hi = self.ev(s.upper)
-                    sizes.append(Index(hi - lo if isinstance(hi, int) and isinstance(lo, int) else None))
+                    sizes.append(Index(hi - lo if isinstance(hi, int) and isinstance(lo, int) else None, id(node), axis))
                 else:
                     sizes.append(Index(None))
             return Grid(sizes)
@@ -236,6 +240,8 @@ class Evaluator:
                 v = self.ev(s.value)
                 if isinstance(v, Index):
                     dims.append(v.size)
+                elif isinstance(v, MultiIndex):
+                    dims.extend(v.sizes)
                 elif isinstance(v, Tensor):  # indirect index tile
                     dims.append(v.partitions)
                 elif self._is_ds(s.value):
@@ -441,3 +447,13 @@ def _kw_true(node: cst.Call, key: str) -> bool:
 
 def alias_for(dotted: str) -> str:
     return canonical_module(dotted)
+
+
+def _placed_arange(base: Index, elems) -> Index:
+    """`nl.arange(n)[:, None]` runs along axis 0 of the arange family, `[None, :]` along axis 1."""
+    slices = [n for n, e in enumerate(elems) if isinstance(e.slice, cst.Slice)]
+    nones = [e for e in elems if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
+             and e.slice.value.value == "None"]
+    if base.grid == 0 and len(slices) == 1 and len(nones) == len(elems) - 1:
+        return Index(base.size, ARANGE_GRID, slices[0])
+    return base

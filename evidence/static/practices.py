@@ -60,6 +60,12 @@ def _statistic(call: CallInfo) -> Tensor | None:
     return t if isinstance(t, Tensor) else None
 
 
+def _double_rows(c, s: Tensor, m: Tensor) -> int:
+    """2 for a double-row matmul (`perf_mode=` with [K, 2, M] and [K, 2, N] operands), else 0."""
+    shapes = (s.shape or (), m.shape or ())
+    return 2 if c.has_kw("perf_mode") and all(len(sh) == 3 and sh[1] == 2 for sh in shapes) else 0
+
+
 def practice_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
     items: list[EvidenceItem] = []
 
@@ -102,7 +108,7 @@ def practice_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
         + ", ".join(sorted({c.name.split(".", 1)[1] for c in fused})), labels={"ops": ",".join(sorted({c.name for c in fused}))})
 
     underfilled = {f.start for f in a.findings if f.rule == "matmul-underfilled"}
-    full, moving, stationary, low, dtypes = [], [], [], [], set()
+    full, moving, stationary, low, dtypes, double = [], [], [], [], set(), []
     for c in calls:
         if c.name not in MATMUL_CALLS or c.matmul is None:
             continue
@@ -110,13 +116,16 @@ def practice_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
         if (isinstance(s, Tensor) and isinstance(m, Tensor) and s.partitions == 128 and c.start not in underfilled
                 and s.free_elems and m.free_elems):
             full.append(c.start)
-            stationary.append(s.free_elems)
-            moving.append(m.free_elems)
+            rows = _double_rows(c, s, m)  # [K, 2, F] operands: two K rows of 128, free size F
+            double += [c.start] if rows else []
+            stationary.append(s.free_elems // rows if rows else s.free_elems)
+            moving.append(m.free_elems // rows if rows else m.free_elems)
         ops = [t.dtype for t in (s, m) if isinstance(t, Tensor) and t.dtype]
         if len(ops) == 2 and all(d in LOW_PRECISION for d in ops):
             low.append(c.start)
             dtypes.update(ops)
-    add("nki.matmul_tiles", full, f"matmul tiles fill TensorE: K = 128 on the partitions, stationary "
+    add("nki.matmul_tiles", full, f"matmul tiles fill TensorE: K = 128 on the partitions"
+        f"{' (two K rows per partition in the double-row matmuls)' if double else ''}, stationary "
         f"{max(stationary, default=0)}, moving {max(moving, default=0)}",
         {"moving_free": float(max(moving, default=0)), "stationary_free": float(max(stationary, default=0))})
     add("nki.low_precision_operands", low, f"TensorE operands in {'/'.join(sorted(dtypes))} with fp32 PSUM accumulation",

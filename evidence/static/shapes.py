@@ -69,9 +69,45 @@ class Dtype:
 
 @dataclass(frozen=True, slots=True)
 class Index:
-    """An arange/mgrid index expression (or a slice extent) covering `size` positions."""
+    """An arange/mgrid index expression (or a slice extent) covering `size` positions. `grid` and `axis` say
+    which grid axis it runs along (`nl.mgrid[...]` call, or the arange family `a[:, None]`/`a[None, :]`);
+    0 and -1 when unknown."""
 
     size: int | None
+    grid: int = 0
+    axis: int = -1
+
+
+ARANGE_GRID = -1  # aranges placed on an axis by `[:, None]` / `[None, :]` broadcast with each other
+
+
+@dataclass(frozen=True, slots=True)
+class MultiIndex:
+    """An index expression over several axes of one grid (`i_t * 128 + i_m` from `nl.mgrid[0:2, 0:128]`):
+    it selects one result axis per grid axis, in axis order."""
+
+    grid: int
+    axes: tuple[tuple[int, int | None], ...]  # (axis, size), sorted by axis
+
+    @property
+    def sizes(self) -> list[int | None]:
+        return [size for _, size in self.axes]
+
+
+def combine_indices(a: Index | MultiIndex, b: Index | MultiIndex) -> Index | MultiIndex:
+    """`a op b` for two index expressions: one grid's axes broadcast into a MultiIndex; anything the
+    analyzer cannot place (an arange of unknown axis, two different grids) has an unknown extent."""
+    if a.grid == 0 or b.grid == 0 or a.grid != b.grid:
+        return Index(None)
+    axes = dict(a.axes if isinstance(a, MultiIndex) else ((a.axis, a.size),))
+    for axis, size in (b.axes if isinstance(b, MultiIndex) else ((b.axis, b.size),)):
+        if axes.get(axis, size) != size:
+            return Index(None)
+        axes[axis] = size
+    if len(axes) == 1:
+        (axis, size), = axes.items()
+        return Index(size, a.grid, axis)
+    return MultiIndex(a.grid, tuple(sorted(axes.items())))
 
 
 class Sym:
