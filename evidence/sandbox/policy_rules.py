@@ -38,6 +38,8 @@ HARMLESS_ATTRS = {
     "os": frozenset({"path", "sep", "linesep", "pathsep", "curdir", "pardir", "extsep", "altsep", "name", "devnull"}),
     "sys": frozenset({"version_info", "version", "maxsize", "float_info", "int_info", "byteorder", "platform",
                       "implementation", "hexversion", "float_repr_style"}),
+    # the level numbers (nki-samples pass `log_level=logging.INFO` to a compiler directive)
+    "logging": frozenset({"NOTSET", "DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"}),
 }
 # numpy functions that read or write files (np.load can unpickle)
 NUMPY_FILE_FUNCTIONS = frozenset({"load", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt",

@@ -125,3 +125,25 @@ def test_kernels_of_the_corpus_examples_and_calibration_sets_have_no_findings():
         if report.findings:
             noisy[str(path.relative_to(ROOT))] = [(f.what, f.severity) for f in report.findings]
     assert noisy == {}
+
+
+def test_logging_level_numbers_are_not_system_access_but_its_handlers_are():
+    # nki-samples pass `log_level=logging.INFO` to a compiler directive: a number, reaching nothing
+    got, report = findings("""
+        import logging
+
+        @nki.compiler.enable_stack_allocator(log_level=logging.INFO)
+        @nki.jit
+        def kernel(a):
+            return a
+    """)
+    assert got == {("import", "medium", "import logging", 5)} and report.blocking == ()
+    got, report = findings("""
+        import logging
+
+        @nki.jit
+        def kernel(a):
+            logging.getLogger().addHandler(logging.FileHandler('/tmp/x'))
+            return a
+    """)
+    assert ("system_access", "high", "logging.getLogger", 9) in got and report.blocking
