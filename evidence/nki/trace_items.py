@@ -72,7 +72,8 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
     dma_sizes_at = len(items)
     items.append(fact("sim.dma_sizes", f"DMA sizes: {n} transfers, {_bytes(report.dma_bytes_per_partition_mean)} per "
                       f"partition per transfer on average, {small:.0%} under 512 B per partition; {small_lines} line(s) "
-                      f"issue small transfers, moving {small_share:.0%} of the bytes",
+                      f"issue such transfers repeatedly (a line's single transfer counts as batched), moving "
+                      f"{small_share:.0%} of the bytes",
                       {"dma_count": n, "bytes_per_partition_mean": report.dma_bytes_per_partition_mean,
                        "bytes_mean": report.dma_bytes_mean, "small_fraction": round(small, 6),
                        "small_lines": small_lines, "small_byte_fraction": round(small_share, 6)}))

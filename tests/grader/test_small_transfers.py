@@ -76,6 +76,7 @@ def test_a_small_per_tile_store_beside_large_loads_is_one_pattern_not_mostly_sma
     assert d.criterion("kernel_correctness").score == 5
     assert sizes.metrics["small_fraction"] == 0.5 and sizes.metrics["small_byte_fraction"] < 0.01
     assert (sizes.labels["small_transfers"], sizes.metrics["small_lines"]) == ("pattern", 1)
+    assert "50% under 512 B per partition; 1 line(s) issue such transfers repeatedly" in sizes.title
     dm = d.criterion("data_movement")
     assert dm.score == 4 and sizes.id in {c.evidence_id for c in dm.citations}
 
