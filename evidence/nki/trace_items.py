@@ -37,7 +37,7 @@ MAX_LINE_ITEMS = 64
 _ENGINE = {"tensor": "TensorE", "vector": "VectorE", "scalar": "ScalarE", "gpsimd": "GpSimdE", "dma": "DMA"}
 
 
-def _bytes(n: float) -> str:
+def human_bytes(n: float) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
@@ -59,8 +59,8 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
     read = report.hbm_read_bytes
     redundant = report.redundant_hbm_read_bytes / read if read else 0.0
     sbuf = report.sbuf_peak_bytes_per_partition / report.sbuf_usable_bytes_per_partition
-    items.append(fact("sim.reuse", f"HBM reads: {_bytes(read)} read, {redundant:.0%} of it already read before; SBUF peak "
-                      f"{_bytes(report.sbuf_peak_bytes_per_partition)} of {_bytes(report.sbuf_usable_bytes_per_partition)} "
+    items.append(fact("sim.reuse", f"HBM reads: {human_bytes(read)} read, {redundant:.0%} of it already read before; SBUF peak "
+                      f"{human_bytes(report.sbuf_peak_bytes_per_partition)} of {human_bytes(report.sbuf_usable_bytes_per_partition)} "
                       f"per partition ({sbuf:.0%}); PSUM peak {report.psum_peak_banks} of {PSUM_BANKS} banks",
                       {"hbm_read_bytes": read, "redundant_hbm_read_bytes": report.redundant_hbm_read_bytes,
                        "redundant_ratio": round(redundant, 6), "sbuf_peak_fraction": round(sbuf, 6),
@@ -70,7 +70,7 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
     small_lines, small_bytes = _small_transfer_lines(report)
     small_share = small_bytes / report.dma_bytes if report.dma_bytes else 0.0
     dma_sizes_at = len(items)
-    items.append(fact("sim.dma_sizes", f"DMA sizes: {n} transfers, {_bytes(report.dma_bytes_per_partition_mean)} per "
+    items.append(fact("sim.dma_sizes", f"DMA sizes: {n} transfers, {human_bytes(report.dma_bytes_per_partition_mean)} per "
                       f"partition per transfer on average, {small:.0%} under 512 B per partition; {small_lines} line(s) "
                       f"issue such transfers repeatedly (a line's single transfer counts as batched), moving "
                       f"{small_share:.0%} of the bytes",
@@ -117,8 +117,8 @@ def _line_item(s, analyzer: str, located) -> EvidenceItem | None:
                      f"partitions x {s.free_elements_mean:.4g} elements" + (f" ({s.tiny_instructions} tiny)"
                                                                           if s.tiny_instructions else ""))
     if s.dma_count:
-        parts.append(f"{s.dma_count} DMA(s), {_bytes(s.dma_bytes)} on {s.dma_partitions_mean:.4g} partitions"
-                     + (f", {_bytes(s.redundant_hbm_read_bytes)} already loaded" if s.redundant_hbm_read_bytes else ""))
+        parts.append(f"{s.dma_count} DMA(s), {human_bytes(s.dma_bytes)} on {s.dma_partitions_mean:.4g} partitions"
+                     + (f", {human_bytes(s.redundant_hbm_read_bytes)} already loaded" if s.redundant_hbm_read_bytes else ""))
     return EvidenceItem(
         id=make_id("sim.line", where.file, where.start_line), kind="sim.line", analyzer=analyzer, severity=Severity.info,
         title=f"{where}: " + "; ".join(parts), location=where, labels={"engine": s.engine},

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from evidence.nki.trace import TraceEvent
+from evidence.nki.trace_items import human_bytes
 from evidence.perf.estimate import CostEstimate, estimate
 from evidence.perf.schedule import Change, Edits, dma_cost_ns
 from evidence.perf.spec import HardwareSpec
 
-GIB = 2**30
 _MATMUL_OPS = ("matmul", "nisa.nc_matmul")
 _ELEMENTWISE_ENGINES = ("vector", "scalar", "gpsimd")
 _DMA_TRANSPOSE_OPS = ("load_transpose2d", "nisa.dma_transpose")
@@ -105,12 +105,12 @@ def _reload_candidates(events, lines, spec: HardwareSpec, hinted: set[int]) -> l
             elif ev.redundant:
                 edits.events[i] = Change(scale=1 - ev.redundant / moved)
         fits = unique <= sbuf_total
-        detail = (f"{redundant / GIB:.3g} GiB of the HBM reads at this line re-load data loaded before; loaded once, the "
+        detail = (f"{human_bytes(redundant)} of the HBM reads at this line re-load data loaded before; loaded once, the "
                   f"line moves {unique / 2**20:.3g} MiB" + ("" if fits else
                   f", more than SBUF holds ({sbuf_total / 2**20:.0f} MiB): blocking recovers only part of this"))
         out.append(Candidate(
             "reload", "static:hoistable-load" if line in hinted else "trace", file, line,
-            f"loading each byte at this line once (hoisting or blocking) removes {redundant / GIB:.3g} GiB of HBM reads",
+            f"loading each byte at this line once (hoisting or blocking) removes {human_bytes(redundant)} of HBM reads",
             edits, detail, {"redundant_bytes": redundant, "unique_bytes": unique, "fits_sbuf": float(fits)}))
     return out
 

@@ -43,6 +43,7 @@ def test_reload_whatif_counts_the_reloaded_bytes_per_line_and_saves_time():
     assert lhs.metrics["redundant_bytes"] == (N // 512 - 1) * K * M * 2  # lhsT re-read for every n tile
     assert lhs.metrics["unique_bytes"] == K * M * 2
     assert lhs.time_s < base.time_s and "removes" in lhs.change and lhs.source == "trace"
+    assert "removes 3 MiB of HBM reads" in lhs.change  # (2048 // 512 - 1) * 1024 * 512 * 2 bytes, in a readable unit
     assert wis[("reload", RHS)].metrics["redundant_bytes"] == (M // 128 - 1) * K * N * 2
 
 
