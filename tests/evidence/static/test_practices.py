@@ -81,3 +81,27 @@ def test_narrow_moving_tiles_and_fp32_operands_earn_no_tile_or_dtype_fact():
     got = _practices(MATMUL.replace("TN", "128"), {"lhsT": ((256, 256), "float32"), "rhs": ((256, 1024), "float32")},
                      "matmul")
     assert set(got) == {"nki.psum_accumulation", "nki.platform_idioms"}
+
+
+DOUBLE_ROW = HEAD + """
+@nki.jit
+def double_row(lhsT, rhs):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.load(lhsT)
+    b = nl.load(rhs)
+    acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+    i_k, i_t, i_m = nl.mgrid[0:128, 0:2, 0:128]
+    j_k, j_t, j_n = nl.mgrid[0:128, 0:2, 0:512]
+    acc += nisa.nc_matmul(a[i_k, i_t * 128 + i_m], b[j_k, j_t * 512 + j_n], perf_mode='double_row_gen3')
+    nl.store(out, value=nl.copy(acc))
+    return out
+"""
+
+
+def test_double_row_matmul_tiles_are_reported_per_row():
+    inputs = {"lhsT": ((128, 256), "float8_e4m3"), "rhs": ((128, 1024), "float8_e4m3")}
+    tiles = _practices(DOUBLE_ROW, inputs, "double_row")["nki.matmul_tiles"]
+    assert (tiles.metrics["stationary_free"], tiles.metrics["moving_free"]) == (128, 512)
+    assert "two K rows per partition" in tiles.title and "stationary 128, moving 512" in tiles.title
+    a = analyze(DOUBLE_ROW, inputs=bindings_from(inputs), entry="double_row")
+    assert not [f for f in a.findings if f.rule.startswith("matmul")]  # [K, 2, 128] x [K, 2, 512] is in limits

@@ -104,3 +104,22 @@ def test_names_bound_in_branches_follow_the_branch_the_shapes_take():
     )
     assert calls[12].tensor.shape == (128, 4)  # not (1024, 4): M < 128 is false for these shapes
     assert calls[13].tensor.shape == (128, None)  # COLS is N // 2 or N, or unbound: not known
+
+
+def test_sums_of_one_grids_axes_span_each_axis_and_anything_else_is_unknown():
+    _, calls = _calls(
+        "def k(x, y):\n"                                                        # 1
+        "    i_k, i_t, i_m = nl.mgrid[0:128, 0:2, 0:64]\n"                      # 2
+        "    a = nl.load(x[i_k, i_t * 64 + i_m])\n"                             # 3
+        "    b = nl.load(x[i_k, 5 + i_m])\n"                                    # 4
+        "    g = nl.mgrid[0:128, 0:32]\n"                                       # 5
+        "    c = nl.load(x[i_k, i_m + g.x])\n"                                  # 6
+        "    d = nl.load(y[nl.arange(128)[:, None], nl.arange(8)[None, :] * 16 + nl.arange(16)[None, :]])\n"  # 7
+        "    e = nl.load(y[nl.arange(128)[:, None] * 0 + nl.arange(4)[None, :], 0:16])\n",  # 8
+        {"x": ((128, 128), "float32"), "y": ((128, 128), "float32")},
+    )
+    assert calls[3].tensor.shape == (128, 2, 64)
+    assert calls[4].tensor.shape == (128, 64)
+    assert calls[6].tensor.shape == (128, None)  # two different grids: no claim on the extent
+    assert calls[7].tensor.shape == (128, None)  # the same arange axis with two extents
+    assert calls[8].tensor.shape == (128, 4, 16)
