@@ -39,10 +39,11 @@ def _shim_table(dialect: str) -> dict[str, types.ModuleType]:
     from evidence.nki.shim import compiler, typing
 
     if dialect == _dialect.STANDALONE:
+        from evidence.nki.shim import internal
         from evidence.nki.shim.standalone import isa, isa_constants, language, nki, tensor
 
         return {"nki": nki, "nki.language": language, "nki.isa": isa, "nki.isa.constants": isa_constants,
-                "nki.typing": typing, "nki.compiler": compiler, "nki.tensor": tensor}
+                "nki.typing": typing, "nki.compiler": compiler, "nki.tensor": tensor, **internal.standalone_modules()}
     from evidence.nki.shim import internal, isa, language, nki
 
     root = types.ModuleType("neuronxcc")

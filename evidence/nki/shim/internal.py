@@ -1,7 +1,9 @@
-"""neuronx-cc modules below the public beta API that public kernels import for type hints and byte sizes:
-`neuronxcc.nki.language.constants` (`sizeinbytes`) and `neuronxcc.nki.compiler.backends.neuron.{indexing,tensor}`
-(`TileIndex`, the index-expression type of `nl.mgrid`). Any other name there becomes an op that reports
-`unsupported_op` when called, so an import alone never fails a kernel."""
+"""Modules public kernels import that the simulator does not model as a whole: beta neuronx-cc modules below
+the public API, imported for type hints and byte sizes (`neuronxcc.nki.language.constants.sizeinbytes`,
+`neuronxcc.nki.compiler.backends.neuron.{indexing,tensor}`, where `TileIndex` is the index-expression type of
+`nl.mgrid`), and nki 0.3+'s `nki.collectives` (not implemented, as in the official simulator: REFERENCE §8.2).
+Any other name there becomes an op that reports `unsupported_op` with the kernel's file:line when called, so an
+import alone never fails a kernel."""
 
 from __future__ import annotations
 
@@ -17,10 +19,10 @@ def sizeinbytes(dtype) -> int:
     return dtypes.itemsize(dtypes.resolve(dtype))
 
 
-def _module(name: str, doc: str, **names) -> types.ModuleType:
+def _module(name: str, doc: str, prefix: str | None = None, **names) -> types.ModuleType:
     m = types.ModuleType(name, doc)
     m.__dict__.update(names)
-    m.__getattr__ = missing_attribute(name, name.rsplit(".", 1)[-1] + ".")
+    m.__getattr__ = missing_attribute(name, prefix if prefix is not None else name.rsplit(".", 1)[-1] + ".")
     return m
 
 
@@ -34,3 +36,10 @@ def beta_modules() -> dict[str, types.ModuleType]:
         root + ".neuron.indexing": _module(root + ".neuron.indexing", "index types", TileIndex=IndexExpr),
         root + ".neuron.tensor": _module(root + ".neuron.tensor", "tile types"),
     }
+
+
+COLLECTIVES = _module("nki.collectives", "collectives (not simulated)", prefix="nki.collectives.")
+
+
+def standalone_modules() -> dict[str, types.ModuleType]:
+    return {"nki.collectives": COLLECTIVES}

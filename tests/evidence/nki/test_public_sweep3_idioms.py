@@ -155,3 +155,33 @@ def test_beta_compiler_internal_imports_for_type_hints_and_byte_sizes():
         simulate(mod.pack_words, x, True)
     assert err.value.code == "unsupported_op" and "local_tile" in err.value.message
     assert (err.value.file, err.value.line) == ("internals.py", 21)
+
+
+RING_STEP = '''
+import nki
+import nki.collectives as cc
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def ring_step(x, group):
+    p, f = x.shape
+    x_sb = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+    out = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    if group is not None:
+        cc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[out]], replica_group=group)
+    nisa.dma_copy(dst=out, src=x_sb)
+    return out
+'''
+
+
+def test_nki_collectives_imports_and_its_calls_are_unsupported_op_at_their_line():
+    mod = load_kernel(RING_STEP, display="ring.py")
+    x = RNG.standard_normal((16, 8)).astype(np.float32)
+    np.testing.assert_array_equal(simulate(mod.ring_step, x, None).outputs[0], x)
+    with pytest.raises(UnsupportedOpError) as err:
+        simulate(mod.ring_step, x, 1)
+    assert (err.value.code, err.value.file, err.value.line) == ("unsupported_op", "ring.py", 15)
+    assert "nki.collectives.collective_permute_implicit" in err.value.message

@@ -15,6 +15,7 @@ from evidence.nki.errors import SimulationError
 from evidence.nki.kernel import Kernel, baremetal, benchmark, profile  # noqa: F401
 from evidence.nki.shim import compiler, typing  # noqa: F401  (nki.compiler, nki.typing)
 from evidence.nki.shim.standalone import isa, language, tensor  # noqa: F401
+from evidence.nki.shim.internal import COLLECTIVES as collectives  # noqa: F401  (nki.collectives: unsupported_op)
 from evidence.nki.simulate import simulate as _simulate
 
 _REMOVED = {
