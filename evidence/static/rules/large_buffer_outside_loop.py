@@ -63,7 +63,8 @@ class LargeBufferOutsideLoop(Rule):
             self._allocs[a.target] = (a, t)
             fb = t.free_bytes
             if fb is not None and fb > SPILL_BYTES:
-                self.report(a.node, f"SBUF buffer '{a.target}' takes {fb} B per partition",
+                self.report(a.node, f"SBUF buffer '{a.target}' takes {fb} B per partition, over half of a partition's "
+                            "usable SBUF: tiles live beside it may spill (a single allocation, not one outside a loop)",
                             metrics={"bytes_per_partition": fb, "limit": SPILL_BYTES}, labels={"pattern": "oversized"})
             return
         if a.kind != "store" or a.target not in self._allocs or not a.loops:
