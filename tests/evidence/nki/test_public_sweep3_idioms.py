@@ -8,6 +8,15 @@ import pytest
 from evidence.nki import SimulationError, UnsupportedOpError, load_kernel, simulate
 
 RNG = np.random.default_rng(23)
+_PROLOGUE = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+'''
+_LOAD_X = '''    p, f = x.shape
+    x_sb = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+'''
 
 ROW_BROADCAST = '''
 import nki
@@ -47,18 +56,11 @@ def test_beta_broadcast_to_with_a_positional_shape_is_a_kernel_error_at_its_line
     assert "shape=" in err.value.message
 
 
-ROW_ABSMAX = '''
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
+ROW_ABSMAX = _PROLOGUE + '''
 
 @nki.jit
 def row_absmax(x, offset):
-    p, f = x.shape
-    x_sb = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=x_sb, src=x)
-    mags = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+''' + _LOAD_X + '''    mags = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
     amax = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_scalar_reduce(dst=mags, data=x_sb, op0=nl.abs, operand0=offset, reduce_op=nl.maximum,
                               reduce_res=amax)
@@ -157,19 +159,12 @@ def test_beta_compiler_internal_imports_for_type_hints_and_byte_sizes():
     assert (err.value.file, err.value.line) == ("internals.py", 21)
 
 
-RING_STEP = '''
-import nki
-import nki.collectives as cc
-import nki.isa as nisa
-import nki.language as nl
+RING_STEP = _PROLOGUE + '''import nki.collectives as cc
 
 
 @nki.jit
 def ring_step(x, group):
-    p, f = x.shape
-    x_sb = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=x_sb, src=x)
-    out = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.shared_hbm)
+''' + _LOAD_X + '''    out = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.shared_hbm)
     if group is not None:
         cc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[out]], replica_group=group)
     nisa.dma_copy(dst=out, src=x_sb)
