@@ -67,8 +67,15 @@ def index_other(t: Tensor, key: tuple) -> Tensor:
         v = type(t)(t.alloc, t.data, t.shape, t.pdim, t.wmask, t.stamp, t.lmask, t.adv)
         v.block = t.block
         v.valid = full_mask(m, t.shape)
-        return v
-    return index_general(t, key)
+        return _keep_dtype(t, v)
+    return _keep_dtype(t, index_general(t, key))
+
+
+def _keep_dtype(t: Tensor, v: Tensor) -> Tensor:
+    """A view cut from a dtype view (`scales.view(nl.float8_e4m3)[...]`) keeps that dtype, not the allocation's."""
+    if t.dtype is not t.alloc.dtype:
+        v.dtype = t.dtype
+    return v
 
 
 def index_general(t: Tensor, key: tuple) -> Tensor:
@@ -131,6 +138,7 @@ def affine_view(t: Tensor, key: tuple) -> Tensor | None:
         return made[2]
     v = _cut_view(t, key, *at)
     if v is not None:
+        _keep_dtype(t, v)
         if views is None or len(views) >= _VIEWS_KEPT:
             views = t.views = {}
         views[at] = (t.data, t.wmask, v)

@@ -545,6 +545,7 @@ def check_reshape(st, t, shape):
                None if t.wmask is None else t.wmask.reshape(data.shape),
                None if t.stamp is None else t.stamp.reshape(data.shape),
                None if t.lmask is None else t.lmask.reshape(data.shape))
+    r.dtype = t.dtype  # a reshaped dtype view keeps its dtype
     c.result = r
     return c
 
@@ -571,6 +572,7 @@ def check_expand_dims(st, data, axis):
     data = np.expand_dims(t.data, axis)
     c.result = Tensor(t.alloc, data, data.shape, t.pdim,
                       None if t.wmask is None else np.expand_dims(t.wmask, axis))
+    c.result.dtype = t.dtype
     return c
 
 

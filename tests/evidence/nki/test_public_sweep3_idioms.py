@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -180,3 +181,32 @@ def test_nki_collectives_imports_and_its_calls_are_unsupported_op_at_their_line(
         simulate(mod.ring_step, x, 1)
     assert (err.value.code, err.value.file, err.value.line) == ("unsupported_op", "ring.py", 15)
     assert "nki.collectives.collective_permute_implicit" in err.value.message
+
+
+PACKED_OPERAND = _PROLOGUE + '''
+
+@nki.jit
+def packed_matmul(words, w):
+    sb = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sb, src=words)
+    codes = sb.view(nl.float8_e4m3).reshape((128, 2, 128))[:, 1, :]
+    w_sb = nl.ndarray((128, 96), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_sb, src=w)
+    acc = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=codes, moving=w_sb)
+    res = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    out = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+'''
+
+
+def test_a_slice_of_a_dtype_view_keeps_the_views_dtype():
+    # fp8 codes packed four to an fp32 word, used as a matmul operand after view, reshape and slice
+    codes = RNG.integers(0, 0x70, (128, 256)).astype(np.uint8)  # finite fp8 e4m3 values
+    w = RNG.standard_normal((128, 96)).astype(ml_dtypes.float8_e4m3)
+    sim = simulate(load_kernel(PACKED_OPERAND, display="packed_mm.py").packed_matmul, codes.view(np.float32), w)
+    a = codes.view(ml_dtypes.float8_e4m3).astype(np.float32)[:, 128:]
+    np.testing.assert_allclose(sim.outputs[0], a.T @ w.astype(np.float32), rtol=1e-6, atol=1e-6)
+    assert not sim.report.findings  # both operands are fp8: no "mixes float32 and float8" finding
