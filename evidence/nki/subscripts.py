@@ -68,7 +68,40 @@ def index_other(t: Tensor, key: tuple) -> Tensor:
         v.block = t.block
         v.valid = full_mask(m, t.shape)
         return _keep_dtype(t, v)
-    return _keep_dtype(t, index_general(t, key))
+    bk = _basic_key(key)
+    if bk is None:
+        return _keep_dtype(t, index_general(t, key))
+    # `lhs[k]`, `rhs[k, :, n * 512:(n + 1) * 512]`: kept like the fast path's views (affine_view)
+    views = t.views
+    made = None if views is None else views.get(bk)
+    if made is not None and made[0] is t.data and made[1] is t.wmask:
+        return made[2]
+    v = _keep_dtype(t, index_general(t, key))
+    if views is None or len(views) >= _VIEWS_KEPT:
+        views = t.views = {}
+    views[bk] = (t.data, t.wmask, v)
+    return v
+
+
+def _basic_key(key: tuple) -> tuple | None:
+    """A hashable form of a subscript of plain integers and integer slices (slices are not hashable before
+    Python 3.12), tagged apart from the fast path's keys; None for any other subscript."""
+    out = ["basic"]
+    for k in key:
+        tk = type(k)
+        if tk is int:
+            out.append(k)
+        elif tk is slice:
+            start, stop, step = k.start, k.stop, k.step
+            if not ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                    and (step is None or type(step) is int)):
+                return None
+            out.append((start, stop, step))
+        elif k is Ellipsis:
+            out.append("...")
+        else:
+            return None
+    return tuple(out)
 
 
 def _keep_dtype(t: Tensor, v: Tensor) -> Tensor:

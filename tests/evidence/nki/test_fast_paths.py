@@ -83,11 +83,37 @@ KERNELS = {
             nl.store(out[i_p, nl.arange(512)[None, :]], value=junk[i_p, nl.arange(512)[None, :]])
             return out
     """,
+    # slice subscripts repeated on block tiles (kept views), a tile partly written between two reads of the
+    # same slice, a slice starting at partition 64, and one affine `+=` (the self-assignment shortcut)
+    "slices": """
+        def kernel(a, b):
+            out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            stat = nl.ndarray((2, nl.par_dim(128), 128), dtype=nl.float32, buffer=nl.sbuf)
+            movs = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+            for k in nl.affine_range(2):
+                stat[k] = nl.load(a[k * 128:(k + 1) * 128, :])
+            movs[0] = nl.load(b[0:128, :])
+            for n in nl.affine_range(2):
+                acc = nl.zeros((128, 256), dtype=nl.float32, buffer=nl.psum)
+                acc += nisa.nc_matmul(stat[0], movs[0, :, n * 256:(n + 1) * 256])
+                movs[1, :, n * 256:(n + 1) * 256] = nl.load(b[128:256, n * 256:(n + 1) * 256])
+                acc += nisa.nc_matmul(stat[1], movs[1, :, n * 256:(n + 1) * 256])
+                res = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+                res[...] = nl.copy(acc)
+                i_p = nl.arange(128)[:, None]
+                res[i_p, nl.arange(256)[None, :]] += nl.exp(movs[0, :, 0:256])
+                half = nl.multiply(res[64:128, :], 2.0)
+                res[64:128, :] = half
+                res[0:64, :] = nl.add(res[0:64, :], res[0:128, :][0:64, :])
+                nl.store(out[:, n * 256:(n + 1) * 256], value=res[:, :])
+            return out
+    """,
 }
 
 
 def _run(name: str):
-    args = {"psum_groups": (A, B), "lookalikes": (B,), "hbm_and_undefined": (B, np.ones((128, 512), np.float32))}[name]
+    args = {"psum_groups": (A, B), "lookalikes": (B,), "hbm_and_undefined": (B, np.ones((128, 512), np.float32)),
+            "slices": (A, B)}[name]
     sim, _ = run_source(KERNELS[name], "kernel", *args)
     return sim
 
@@ -125,6 +151,29 @@ def test_kept_views_change_nothing(name, monkeypatch):
     sim = _run(name)
     monkeypatch.setattr(subscripts, "affine_view", lambda t, key: None)  # every subscript takes the general path
     assert _observables(sim) == _observables(_run(name))
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kept_slice_views_change_nothing(name, monkeypatch):
+    sim = _run(name)
+    monkeypatch.setattr(subscripts, "_basic_key", lambda key: None)  # slice subscripts cut a new view each time
+    assert _observables(sim) == _observables(_run(name))
+
+
+def test_a_repeated_slice_subscript_is_the_same_view():
+    sim, _ = run_source("""
+        def kernel(b):
+            t = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+            first, again, other = t[1, :, 64:320], t[1, :, 64:320], t[0, :, 64:320]
+            shorter, stepped = t[1, :, 64:128], t[1, :, 64:320:2]
+            assert again is first and other is not first and first.block == (1,)
+            assert shorter.shape == (128, 64) and stepped.shape == (128, 128) and shorter is not first
+            t[1] = nl.load(b[0:128, :])
+            out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(out, value=t[1, :, 64:320])
+            return out
+    """, "kernel", B)
+    assert np.array_equal(sim.outputs[0], B[:128, 64:320])
 
 
 def test_a_repeated_subscript_is_the_same_view_until_the_tensor_changes():
