@@ -107,6 +107,18 @@ def _eight_tiles_kernel(cols: int, body: str) -> str:
 """
 
 
+def _eight_tiles_bit_identical(monkeypatch, source: str, seed: int):
+    """An `_eight_tiles_kernel` run inline and with workers on large-magnitude fp32 operands: the outputs
+    must agree bit for bit. The batched output and the operands in float64."""
+    rng = np.random.default_rng(seed)
+    lhsT = rng.standard_normal((1024, 128), dtype=np.float32) * np.float32(1e3)
+    rhs = rng.standard_normal((1024, 512), dtype=np.float32) * np.float32(1e3)
+    serial, batched = (sim.outputs[0] for sim in _serial_and_batched(
+        monkeypatch, lambda: run_source(source, "kernel", lhsT, rhs)[0]))
+    assert serial.view(np.int32).tolist() == batched.view(np.int32).tolist()
+    return batched, lhsT.astype(np.float64), rhs.astype(np.float64)
+
+
 ZEROS_THEN_WRITTEN = _eight_tiles_kernel(1536, """
         # a group onto fresh zeros, then a second group onto what the first left
         twice = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
@@ -134,13 +146,7 @@ ZEROS_THEN_WRITTEN = _eight_tiles_kernel(1536, """
 def test_groups_onto_zeros_and_onto_written_accumulators(monkeypatch):
     """A group into a fresh `nl.zeros` tile starts from +0.0 without reading it; once any instruction
     wrote the tile (an earlier group, a copy, a single product), groups add onto its values."""
-    rng = np.random.default_rng(12)
-    lhsT = rng.standard_normal((1024, 128), dtype=np.float32) * np.float32(1e3)
-    rhs = rng.standard_normal((1024, 512), dtype=np.float32) * np.float32(1e3)
-    serial, batched = (sim.outputs[0] for sim in _serial_and_batched(
-        monkeypatch, lambda: run_source(ZEROS_THEN_WRITTEN, "kernel", lhsT, rhs)[0]))
-    assert serial.view(np.int32).tolist() == batched.view(np.int32).tolist()
-    a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
+    batched, a, b = _eight_tiles_bit_identical(monkeypatch, ZEROS_THEN_WRITTEN, seed=12)
     group = a.T @ b
     scale = np.abs(group).max()
     assert np.abs(batched[:, 0:512] - 2 * group).max() <= 1e-5 * scale
@@ -176,14 +182,8 @@ def test_copies_out_of_psum_written_straight_into_their_destination(monkeypatch)
     folded = []
     real_run = memory.PendingCopy.run
     monkeypatch.setattr(memory.PendingCopy, "run", lambda self: (folded.append(self.dst is not None), real_run(self)))
-    rng = np.random.default_rng(13)
-    lhsT = rng.standard_normal((1024, 128), dtype=np.float32) * np.float32(1e3)
-    rhs = rng.standard_normal((1024, 512), dtype=np.float32) * np.float32(1e3)
-    serial, batched = (sim.outputs[0] for sim in _serial_and_batched(
-        monkeypatch, lambda: run_source(COPIES_OUT_OF_PSUM, "kernel", lhsT, rhs)[0]))
-    assert serial.view(np.int32).tolist() == batched.view(np.int32).tolist()
+    batched, a, b = _eight_tiles_bit_identical(monkeypatch, COPIES_OUT_OF_PSUM, seed=13)
     assert folded == [True, True, True]  # only the run with workers has pending copies
-    a, b = lhsT.astype(np.float64), rhs.astype(np.float64)
     group = [sum(a[((k + i) % 8) * 128:((k + i) % 8 + 1) * 128].T @ b[k * 128:(k + 1) * 128] for k in range(8))
              for i in range(3)]
     scale = np.abs(group[0]).max()
