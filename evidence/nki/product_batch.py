@@ -26,7 +26,6 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-
 MAX_PRODUCTS = 32
 _STACK_BYTES = 16 << 20
 # np.add.reduce over the stack's leading axis adds the items in order, element by element, as the

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from evidence.nki import dtypes
+from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import IndexExpr
 from evidence.nki.ops.base import (
@@ -14,7 +15,6 @@ from evidence.nki.ops.base import (
     set_result, table,
 )
 from evidence.nki.stamp_boxes import StampBoxes
-from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.tensor import Tensor
 
 

@@ -12,8 +12,8 @@ from evidence.nki.ops.base import (
     fresh, lead_align, op_mask, reduce_command, reduced_mask, resolve_dtype, resolve_op, same_elements, same_partitions,
     scalar_alu_op, scalar_dtype, scalar_operand, scalar_value, set_result, table, tile, value,
 )
-from evidence.nki.product_batch import ONTO_ZEROS
 from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT_UNARY, UNARY
+from evidence.nki.product_batch import ONTO_ZEROS
 from evidence.nki.tensor import Tensor
 
 SCALAR_ENGINE_UNARY = set(UNARY) - {"invert", "logical_not"}

@@ -9,13 +9,13 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki.access_pattern import start_of
+from evidence.nki.alloc import HBM_KINDS, ONCHIP
 from evidence.nki.dispatch import Call, settle_for
 from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, cost_stream, f32, fresh, lead_align, op_mask, resolve_dtype, resolve_op,
     set_result, table, tile, unshared, value,
 )
 from evidence.nki.indexing import full_mask
-from evidence.nki.alloc import HBM_KINDS, ONCHIP
 from evidence.nki.subscripts import index
 from evidence.nki.tensor import Tensor
 
@@ -235,18 +235,16 @@ class PendingCopy:
         self.dst = (dst, dt, convert)
 
     def run(self) -> None:
-        v, buf, self.v = self.v, self.buf, None
+        v, buf, dst = self.v, self.buf, self.dst
+        self.v = self.buf = self.dst = None  # the arrays go with the step
         r = dtypes.cast(v if self.keep_int else dtypes.to_f32(v), self.dt)
         r = r.reshape(buf.shape) if r.shape != buf.shape else r
         del v
-        if self.dst is None:
+        if dst is None or sys.getrefcount(buf) > 2:  # held beyond `buf` and the call: the result tile is used
             buf[...] = r
-            return
-        dst, dt, convert = self.dst
-        self.buf = self.dst = None
-        if sys.getrefcount(buf) > 2:  # held beyond `buf` and the call: the result tile is still used
-            buf[...] = r
-        dst[...] = dtypes.cast(r, dt) if convert else r
+        if dst is not None:
+            arr, dt, convert = dst
+            arr[...] = dtypes.cast(r, dt) if convert else r
 
 
 def check_tensor_copy(st, src, *, mask=None, dtype=None, engine=None, **_):
