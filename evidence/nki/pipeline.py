@@ -27,6 +27,7 @@ from collections import deque
 from contextlib import contextmanager
 from queue import SimpleQueue
 
+import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from evidence.nki.process_setting import ProcessSetting
@@ -127,8 +128,11 @@ class Job:
 
 def _work(queue: SimpleQueue, started: list) -> None:
     started.append(threading.get_native_id())  # list.append is atomic
-    while (job := queue.get()) is not None:
-        job.run()
+    # as on the simulating thread (simulate): overflow and NaN are values to trace, not warnings; numpy's
+    # error state is per thread (a context variable), so a new thread starts with numpy's defaults
+    with np.errstate(all="ignore"):
+        while (job := queue.get()) is not None:
+            job.run()
 
 
 def _writers_of(a, block: int | None, me: Job, deps: list) -> None:

@@ -392,3 +392,22 @@ def test_settling_an_allocation_waits_for_every_block_writer(monkeypatch, operan
         runs[workers], _ = run_source(body, "kernel", *operands)
     assert np.array_equal(runs["0"].outputs[0], runs["2"].outputs[0])
     assert runs["0"].trace == runs["2"].trace
+
+
+def test_worker_threads_compute_with_the_simulations_numpy_error_state(monkeypatch, recwarn):
+    """fp32 overflow is a value to trace (inf), not a numpy RuntimeWarning printed by a worker thread:
+    numpy's error state is per thread, so the workers set the simulating thread's themselves."""
+    monkeypatch.setenv("NKI_SIM_WORKERS", "2")
+    huge = np.full((1024, 128), 3e38, np.float32)
+    sim, _ = run_source("""
+    def kernel(a):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(8):
+            t = nl.load(a[k * 128:(k + 1) * 128, :])
+            acc += nisa.nc_matmul(t, t)
+        nl.store(out, value=nl.copy(acc))
+        return out
+    """, "kernel", huge)
+    assert np.isinf(sim.outputs[0]).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
