@@ -8,11 +8,11 @@ from typing import Callable
 import numpy as np
 
 from evidence.nki import dtypes
+from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.dispatch import Call
 from evidence.nki.host_access import note_host_operand
 from evidence.nki.indexing import fit_mask, full_mask, mask_array
 from evidence.nki.ops.functions import OPERAND_FREE, SCALAR_ALU, op_name
-from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.tensor import Tensor
 
 PMAX = 128
