@@ -411,3 +411,25 @@ def test_worker_threads_compute_with_the_simulations_numpy_error_state(monkeypat
     """, "kernel", huge)
     assert np.isinf(sim.outputs[0]).all()
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_the_timeline_profiler_reports_every_part_and_leaves_the_simulator_as_it_was(capsys, monkeypatch):
+    """benchmarks/profile_sim_timeline.py, small: the tool (e) is measured with keeps working, and its
+    instrumentation is undone (a later simulation runs the real dispatch and job code)."""
+    import benchmarks.profile_sim_timeline as profiler
+    from evidence.nki import dispatch
+    from evidence.nki import pipeline as pipeline_module
+    from evidence.nki.ops.memory import PendingCopy
+    from evidence.nki.product_batch import ProductBatch
+
+    def hooks():
+        return dispatch.call, pipeline_module.Job.run, ProductBatch.run, PendingCopy.run
+
+    monkeypatch.setenv("NKI_SIM_WORKERS", "2")
+    real = hooks()
+    profiler.main(small=True, bins=3)
+    out = capsys.readouterr().out
+    assert "512x2048x1024: 384 instructions;" in out
+    assert "nisa.nc_matmul" in out and "product batch (products, PSUM additions)" in out
+    assert out.count(" ops ") == 3
+    assert hooks() == real
