@@ -72,14 +72,9 @@ def index_other(t: Tensor, key: tuple) -> Tensor:
     if bk is None:
         return _keep_dtype(t, index_general(t, key))
     # `lhs[k]`, `rhs[k, :, n * 512:(n + 1) * 512]`: kept like the fast path's views (affine_view)
-    views = t.views
-    made = None if views is None else views.get(bk)
-    if made is not None and made[0] is t.data and made[1] is t.wmask:
-        return made[2]
-    v = _keep_dtype(t, index_general(t, key))
-    if views is None or len(views) >= _VIEWS_KEPT:
-        views = t.views = {}
-    views[bk] = (t.data, t.wmask, v)
+    v = _kept_view(t, bk)
+    if v is None:
+        v = _keep_view(t, bk, _keep_dtype(t, index_general(t, key)))
     return v
 
 
@@ -162,19 +157,30 @@ def affine_view(t: Tensor, key: tuple) -> Tensor | None:
     at = _affine_subscript(key, t.shape)
     if at is None:
         return None
-    # Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per
-    # output tile): the views cut before are kept on the tensor, valid while its arrays are the same.
-    # Views are never changed once made (what instructions change is the allocation), so the same one serves.
+    v = _kept_view(t, at)
+    if v is None:
+        v = _cut_view(t, key, *at)
+        if v is not None:
+            _keep_view(t, at, _keep_dtype(t, v))
+    return v
+
+
+# Kernels index the same tensor the same way again (each use of `acc[i_p, i_f]`, a weight tile per output
+# tile): the views made before are kept on the tensor, valid while its arrays are the same. Views are never
+# changed once made (what instructions change is the allocation), so the same one serves.
+def _kept_view(t: Tensor, key: tuple) -> Tensor | None:
     views = t.views
-    made = None if views is None else views.get(at)
+    made = None if views is None else views.get(key)
     if made is not None and made[0] is t.data and made[1] is t.wmask:
         return made[2]
-    v = _cut_view(t, key, *at)
-    if v is not None:
-        _keep_dtype(t, v)
-        if views is None or len(views) >= _VIEWS_KEPT:
-            views = t.views = {}
-        views[at] = (t.data, t.wmask, v)
+    return None
+
+
+def _keep_view(t: Tensor, key: tuple, v: Tensor) -> Tensor:
+    views = t.views
+    if views is None or len(views) >= _VIEWS_KEPT:
+        views = t.views = {}
+    views[key] = (t.data, t.wmask, v)
     return v
 
 
@@ -225,7 +231,7 @@ def _cut_view(t: Tensor, key: tuple, sig: tuple, starts: tuple) -> Tensor | None
     return v
 
 
-_VIEWS_KEPT = 64  # fast-path views kept per tensor
+_VIEWS_KEPT = 64  # views kept per tensor (_keep_view)
 
 
 def _advanced(t: Tensor, comps: list, forms: list | None = None) -> Tensor:
