@@ -27,7 +27,8 @@ def _dummy(shape: tuple[int, ...], dt) -> np.ndarray:
 class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
-                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "zeros", "__weakref__")
+                 "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "zeros", "live",
+                 "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -74,12 +75,15 @@ class Alloc:
         self.cov = Coverage(pdim, self.wmask, lazy=True) if tracked else None
         self.lcov = None
         self.held = 0
+        self.live = None  # PSUM: [first, last, banks] accessed (State.psum_range)
         if buffer in ONCHIP:
             per_part = dtypes.itemsize(dt)
             for i, n in enumerate(shape):
                 if i != pdim:
                     per_part *= n
             self.held = st.alloc_onchip(buffer, per_part)
+            if buffer == "psum":
+                self.live = st.psum_range(self.held)
             rec = st.recorder
             if rec.keep:
                 rec.allocs[self.uid] = (buffer, self.held)

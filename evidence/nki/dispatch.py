@@ -49,7 +49,7 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     """Run op `name`. With `into` (a destination tile, the nki 0.3+ dst-first form), the op's fresh
     result is written there (`Tensor.receive`) and the call returns nothing."""
     st = _state.current()
-    if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
+    if st.sbuf_live > st.sbuf_peak:
         st.sample_peaks()
     op = st.ops.get(name)
     if op is None:
@@ -77,10 +77,14 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         _record(st, op, c, written, st.redundant_bytes - redundant_before)
         st.recorder.chains.write(written, c.ins, is_addition(c.op, p), c.op in COPY_OPS)
     elif c.out is not None:
+        v = p.get("v") if p else None
+        v = v if getattr(v, "alloc", None) is not None else None  # a tile (tensor sits above this module)
         if not same and c.op in COPY_OPS:  # binding a fresh result, PSUM accumulation
-            v = p.get("v")
-            st.recorder.chains.write(c.out, c.ins + [v] if getattr(v, "alloc", None) is not None else c.ins,
-                                     False, True)
+            st.recorder.chains.write(c.out, c.ins + [v] if v is not None else c.ins, False, True)
+        seq = st.instr_seq  # no instruction of its own: the tiles it binds are accessed where the last one ran
+        for t in (c.out, *c.ins, v):
+            if t is not None and t.alloc.live is not None:
+                _touch(t.alloc.live, seq)
         if st.recorder.keep:
             _forward(st, c)
     if st.trace_only:
@@ -104,7 +108,7 @@ def self_assignment(view) -> bool:
     no instruction, no trace event, no data): sample the peaks, note an argument written, start the
     next instruction's provenance afresh. False when the run's op table has no "assign" row to bypass."""
     st = _state.current()
-    if st.sbuf_live > st.sbuf_peak or st.psum_live > st.psum_peak:
+    if st.sbuf_live > st.sbuf_peak:
         st.sample_peaks()
     if "assign" not in st.ops:
         return False
@@ -237,13 +241,20 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     """The trace event of instruction `c` writing `out` (its destination, or its fresh result)."""
     reads = [0, 0, 0]
     shapes = []
+    st.instr_seq = seq = st.instr_seq + 1
     for t in c.ins:
-        reads[_BUF_SLOT[t.alloc.buffer]] += _nbytes(t)
+        slot = _BUF_SLOT[t.alloc.buffer]
+        reads[slot] += _nbytes(t)
         shapes.append(t.shape)
+        if slot == 2:
+            _touch(t.alloc.live, seq)
     writes = [0, 0, 0]
     if out is not None:
         size = math.prod(out.shape)
-        writes[_BUF_SLOT[out.alloc.buffer]] += size * dtypes.itemsize(out.dtype)
+        slot = _BUF_SLOT[out.alloc.buffer]
+        writes[slot] += size * dtypes.itemsize(out.dtype)
+        if slot == 2:
+            _touch(out.alloc.live, seq)
         shape = out.shape
         if c.out is not None and c.out.fresh:
             c.out.producer = c.engine  # who wrote it, for binding it to a destination (partition_start)
@@ -268,6 +279,13 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
     rec.record(c.op, c.engine, line, tuple(shapes), dtname, parts, elements, reads, writes, float(cycles), c.flops,
                rd, wr, run, redundant, file)
+
+
+def _touch(live: list[int], seq: int) -> None:
+    """Extend a PSUM allocation's live range (`State.psum_range`) to instruction `seq`."""
+    if live[0] < 0:
+        live[0] = seq
+    live[1] = seq
 
 
 def _nbytes(t) -> int:

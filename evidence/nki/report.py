@@ -85,10 +85,12 @@ def build_report(st: State) -> Report:
             message=f"peak live SBUF {st.sbuf_peak} B per partition exceeds the {usable} B usable on {st.target} "
             "(the compiler may spill, or allocates block dimensions per iteration, so the real need can be lower)",
         ))
-    if st.psum_peak > PSUM_BANKS and not any(f.code == "psum_capacity_exceeded" for f in out):
+    psum_peak = st.psum_peak()
+    if psum_peak > PSUM_BANKS and not any(f.code == "psum_capacity_exceeded" for f in out):
         out.append(FindingModel(
             code="psum_capacity_exceeded", severity="medium",
-            message=f"peak live PSUM {st.psum_peak} banks exceeds the {PSUM_BANKS} banks per partition",
+            message=f"peak live PSUM {psum_peak} banks (tiles from first to last access) exceeds the "
+            f"{PSUM_BANKS} banks per partition",
         ))
     return Report(
         target=st.target,
@@ -118,7 +120,7 @@ def build_report(st: State) -> Report:
         lines=_line_stats(agg.lines),
         sbuf_peak_bytes_per_partition=st.sbuf_peak,
         sbuf_usable_bytes_per_partition=usable,
-        psum_peak_banks=st.psum_peak,
+        psum_peak_banks=psum_peak,
         findings=tuple(out),
         dtypes=tuple(sorted(agg.dtypes)),
         reduce_length=agg.reduce_len,

@@ -72,8 +72,11 @@ class State:
         self.shared_next = 0
         self.sbuf_live = 0
         self.sbuf_peak = 0
-        self.psum_live = 0
-        self.psum_peak = 0
+        # PSUM tiles are live from their first to their last access by an instruction, as an allocator working
+        # from the instruction stream sees them (Python keeps a tile it will never use again alive until the name
+        # is rebound): one [first, last, banks] per PSUM allocation, positions counted by `instr_seq`
+        self.psum_ranges: list[list[int]] = []
+        self.instr_seq = 0
         self.redundant_bytes = 0
         self.pstart_views = False  # some view breaks the partition start rule (dispatch.partition_start)
         self.param_writes: dict[int, tuple[str | None, int]] = {}
@@ -163,23 +166,37 @@ class State:
         if buffer == "sbuf":
             self.sbuf_live += per_partition
             return per_partition
-        banks = -(-per_partition // PSUM_BANK_BYTES)
-        self.psum_live += banks
-        return banks
+        return -(-per_partition // PSUM_BANK_BYTES)
+
+    def psum_range(self, banks: int) -> list[int]:
+        """The live range of a new PSUM allocation of `banks` banks, not yet accessed."""
+        live = [-1, -1, banks]
+        self.psum_ranges.append(live)
+        return live
+
+    def psum_peak(self) -> int:
+        """Most PSUM banks whose live ranges (first to last access, inclusive) overlap."""
+        steps: list[tuple[int, int]] = []
+        for first, last, banks in self.psum_ranges:
+            if first >= 0:
+                steps.append((first, banks))
+                steps.append((last + 1, -banks))
+        steps.sort()  # at one position, ranges ending before it (-banks) count off before those starting
+        peak = live = 0
+        for _, banks in steps:
+            live += banks
+            peak = max(peak, live)
+        return peak
 
     def sample_peaks(self) -> None:
         """Peaks are sampled between instructions, so `x = nl.ndarray(...)` in a loop does not count
         the buffer it replaces (Python frees it only after the new one exists)."""
         if self.sbuf_live > self.sbuf_peak:
             self.sbuf_peak = self.sbuf_live
-        if self.psum_live > self.psum_peak:
-            self.psum_peak = self.psum_live
 
     def free_onchip(self, buffer: str, amount: int) -> None:
         if buffer == "sbuf":
             self.sbuf_live -= amount
-        else:
-            self.psum_live -= amount
 
 
 _current: State | None = None

@@ -382,6 +382,9 @@ def test_sbuf_and_psum_capacity_are_findings_not_errors():
                 big.append(nl.zeros((128, 2048), nl.float32))
             banks = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(9)]
             last = nl.load(a)  # peaks are sampled between instructions
+            total = nl.zeros((128, 512), nl.float32)
+            for bank in banks:  # each PSUM tile is live from its zero fill to this read
+                total[...] = nl.add(total, bank)
             return a
     """
     found, _, sim = _findings(body, B, target="trn1")

@@ -1,0 +1,54 @@
+"""Semantics the fourth public-kernel sweep found mishandled, each on a kernel written for the test."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evidence.nki import load_kernel, simulate
+
+RNG = np.random.default_rng(41)
+
+# Each step's PSUM product is kept in a Python list (as kernels keep per-unit tiles for later steps), but only
+# READ_AT_END reads them again: without it every tile is dead after its copy to SBUF.
+PSUM_TEMPORARIES = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def scaled_products(x, w):
+    p, f = x.shape
+    x_sb = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+    w_sb = nl.ndarray((p, p), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_sb, src=w)
+    kept = []
+    res = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=res, value=0.0)
+    for step in range(12):
+        prod = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=prod, stationary=w_sb, moving=x_sb)
+        nisa.scalar_tensor_tensor(dst=res, data=prod, op0=nl.multiply, operand0=float(step), op1=nl.add,
+                                  operand1=res)
+        kept.append(prod)
+    if READ_AT_END:
+        for prod in kept:
+            nisa.tensor_tensor(dst=res, data1=res, data2=prod, op=nl.add)
+    out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+'''
+
+
+def test_psum_peak_counts_tiles_from_first_to_last_access_not_while_python_holds_them():
+    x = RNG.standard_normal((128, 256)).astype(np.float32)
+    w = RNG.standard_normal((128, 128)).astype(np.float32)
+    product = w.T.astype(np.float64) @ x
+    for read_at_end, banks, weight in ((False, 2, 66), (True, 12, 78)):  # sum(range(12)), + 12 more reads
+        mod = load_kernel(PSUM_TEMPORARIES.replace("READ_AT_END", str(read_at_end)), display="psum.py")
+        sim = simulate(mod.scaled_products, x, w)
+        np.testing.assert_allclose(sim.outputs[0], weight * product, rtol=1e-4, atol=1e-3)
+        assert sim.report.psum_peak_banks == banks
+        capacity = [f for f in sim.report.findings if f.code == "psum_capacity_exceeded"]
+        assert bool(capacity) == read_at_end
