@@ -278,7 +278,9 @@ class Engine(cst.CSTVisitor):
             p.name.value for p in params
             if p.annotation is not None and "mutable" in (self.ev.api_name(_ann_base(p.annotation.annotation)) or "")
         )
-        fn = FunctionInfo(node.name.value, node, bool(decorator), decorator, start, end,
+        # the manifest's entry is the kernel even undecorated (`nki.baremetal(lora_fwd)` in the file's own harness)
+        entry = not self.function_stack and node.name.value == self.entry
+        fn = FunctionInfo(node.name.value, node, bool(decorator) or entry, decorator, start, end,
                           tuple(p.name.value for p in params), mutable)
         self.scopes[-1][fn.name] = Binding(None)
         self.functions.append(fn)

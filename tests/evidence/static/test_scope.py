@@ -105,3 +105,31 @@ def test_unparseable_or_entryless_sources_scope_everything(source):
 def test_a_redefined_name_resolves_to_its_last_definition():
     src = "def k(x):\n    return 1\n\n\ndef k(x):\n    return helper(x)\n\n\ndef helper(x):\n    return x\n"
     assert entry_scope(src, "k").def_lines == frozenset({5, 9})
+
+
+# A kernel left undecorated because the file's own harness wraps it (`nki.baremetal(...)(scale_rows)`).
+UNDECORATED_ENTRY = '''\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+def scale_rows(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+
+
+@nki.jit
+def wrapper(x):
+    return scale_rows(x)
+'''
+
+
+def test_the_manifest_entry_is_a_kernel_even_without_a_decorator():
+    a = analyze(UNDECORATED_ENTRY, inputs=[InputBinding("x", (128, 64), "float32")], entry="scale_rows")
+    assert [(f.name, f.is_kernel) for f in a.functions] == [("scale_rows", True)]
+    assert "shared-hbm-nested" not in _kinds(a)
+    assert [i.labels["name"] for i in fact_items(a, "nki-static@1") if i.kind == "nki.kernel"] == ["scale_rows"]
+    # reached from a decorated entry, the same function is a helper allocating an output
+    called = analyze(UNDECORATED_ENTRY, inputs=[InputBinding("x", (128, 64), "float32")], entry="wrapper")
+    assert [f.start for f in called.findings if f.rule == "shared-hbm-nested"] == [6]
