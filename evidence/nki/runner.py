@@ -150,7 +150,8 @@ def _is_float(a) -> bool:
 def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) -> dict[str, str]:
     """The error model's references (evidence.numerics.errormodel): `f64` (inputs widened to float64),
     `dev` (float inputs rounded to job.device_dtype, computed in float32) and `abs` (float64 on |inputs|).
-    Arrays `<variant>ref<i>` in float64; a variant the reference cannot compute is reported, not raised."""
+    Arrays `<variant>ref<i>` in float64, their metadata with the dtype the reference returned; a variant the
+    reference cannot compute is reported, not raised."""
     from evidence.nki import dtypes
 
     dev = dtypes.resolve(job.device_dtype) if job.device_dtype else None
@@ -166,9 +167,11 @@ def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) 
             ref = fn(*made[name]())
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
             for i, r in enumerate(refs):
-                a = np.asarray(r, dtype=np.float64)
+                produced = np.asarray(r)
+                a = np.asarray(produced, dtype=np.float64)
                 arrays[f"{name}ref{i}"] = a
-                outputs.append(OutputMeta(array=f"{name}ref{i}", dtype="float64", shape=a.shape))
+                # the dtype the reference returned: float16 from float64 inputs means it rounds its own result
+                outputs.append(OutputMeta(array=f"{name}ref{i}", dtype=produced.dtype.name, shape=a.shape))
             status[name] = "ok"
         except Exception as exc:  # e.g. a reference that only works in its declared dtypes
             status[name] = f"{type(exc).__name__}: {exc}"[:200]

@@ -32,7 +32,7 @@ from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki import dtypes
 from evidence.nki.child_runs import ChildRuns
 from evidence.numerics.errormodel import (
-    Trial, TrialResult, Verdict, assess, combine, lowest_precision, recommended_tolerance,
+    U_FP32, Trial, TrialResult, Verdict, assess, combine, lowest_precision, recommended_tolerance, unit_roundoff,
 )
 from evidence.sandbox.config import SandboxConfig
 from evidence.sandbox.outcome import ChildOutcome
@@ -121,6 +121,7 @@ class NumericsCollector(Collector):
         refs: dict[int, list[np.ndarray]] = {}
         growth: dict[int, list[tuple[float, float]]] = {}
         meta: dict[int, tuple[str, float, float]] = {}
+        self_rounding: dict[int, str] = {}  # output -> the low-precision dtype its reference returns
         entry_line = 0
         runs = ChildRuns(submission, timeout_s=self.timeout_s, reference_timeout_s=self.reference_timeout_s,
                          memory_limit_bytes=self.memory_limit_bytes, sandbox=self.sandbox)
@@ -138,12 +139,20 @@ class NumericsCollector(Collector):
             metas = kernel.result.outputs
             arrays = {**kernel.arrays, **reference.arrays}
             k = _reduction_length(report, [o.shape for o in metas])
+            produced = {m_.array: m_.dtype for m_ in reference.result.outputs}
             for i, o in enumerate(metas):
                 out, r64 = arrays.get(f"out{i}"), arrays.get(f"f64ref{i}")
                 if out is None or r64 is None or not _float(o.dtype):
                     continue
                 dev = arrays.get(f"devref{i}")
-                if dev is not None:
+                rounded = _self_rounded(produced.get(f"f64ref{i}"))
+                if rounded:
+                    # the reference rounds its own result (`.astype(np.float16)`), so the "float64" reference and
+                    # the device-faithful one round alike and their distance no longer measures output rounding:
+                    # take one unit roundoff of the output dtype for it, as when there is no device reference
+                    dev = None
+                    self_rounding[i] = rounded
+                elif dev is not None:
                     dev = dtypes.to_f32(dtypes.cast(dev.astype(np.float32), dtypes.resolve(o.dtype))).astype(np.float64)
                 written = arrays.get(o.written) if o.written else None
                 order = "affine reversed" if trial.get("affine_order") == "reversed" else "program"
@@ -164,12 +173,13 @@ class NumericsCollector(Collector):
         items = []
         for i, results in sorted(per_output.items()):
             verdict = combine(results, outs.get(i), refs.get(i))
-            items.append(self._verdict_item(i, verdict, meta[i], loc))
+            items.append(self._verdict_item(i, verdict, meta[i], loc, self_rounding.get(i)))
             if len(growth.get(i, ())) == 2:
                 items.append(self._growth_item(i, growth[i], loc))
         return items
 
-    def _verdict_item(self, i: int, v: Verdict, meta: tuple[str, float, float], loc) -> EvidenceItem:
+    def _verdict_item(self, i: int, v: Verdict, meta: tuple[str, float, float], loc,
+                      self_rounding: str | None = None) -> EvidenceItem:
         dtype, k, rms = meta
         w = v.worst
         rtol, atol, why = recommended_tolerance(dtype, k, rms)
@@ -188,7 +198,10 @@ class NumericsCollector(Collector):
             title = f"Output {i}: cannot tell over {n} trials ({v.summary})"
             severity = Severity.low
         trials = "; ".join(f"{r.label}: {r.verdict} (rel L2 {r.rel_l2:.3g}, bound {r.bound:.3g})" for r in v.trials)
-        detail = (f"{trials}. Input/output rounding alone (device-faithful reference) accounts for rel L2 "
+        rounding = (f"The reference returns {self_rounding} itself, so output rounding is taken as one unit roundoff "
+                    f"of {dtype}: rel L2 " if self_rounding else
+                    "Input/output rounding alone (device-faithful reference) accounts for rel L2 ")
+        detail = (f"{trials}. {rounding}"
                   f"{w.e_dev:.3g}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g} adds "
                   f"{w.bound_typ - w.e_dev:.2g} typically (sqrt(K) u), {w.bound_worst - w.e_dev:.2g} at worst (K u). "
                   f"Recommended cross-platform tolerance rtol {rtol:g}, atol {atol:.3g}: {why}. Cosine "
@@ -222,6 +235,15 @@ class NumericsCollector(Collector):
             metrics={name: _sig(val) for name, val in
                      {"k1": k1, "k2": k2, "rel_l2_k1": e1, "rel_l2_k2": e2, "exponent": _finite(slope)}.items()},
             labels={"growth": shape})
+
+
+def _self_rounded(produced: str | None) -> str | None:
+    """`produced` when it is a float dtype narrower than float32 (what a reference returning `.astype(np.float16)`
+    gives even on float64 inputs), else None."""
+    if not produced or not _float(produced):
+        return None
+    name = "float8_e4m3" if produced.startswith("float8_e4m3") else produced  # ml_dtypes' fn/fnuz variants
+    return produced if unit_roundoff(name) > U_FP32 else None
 
 
 def _float(dtype: str) -> bool:
