@@ -204,11 +204,20 @@ def exec_scalar_tensor_tensor(st, c: Call) -> None:
     set_result(c.out, r, c.mask)
 
 
+def _scalar_bias(st, bias) -> bool:
+    """A number as `activation` bias: nki 0.7 declares `bias: float | NkiTensor | None` (the beta docs and nki 0.3-0.6
+    describe a [P, 1] vector only; the simulator takes the 0.7 signature for every standalone kernel)."""
+    return st.dialect == "standalone" and isinstance(bias, (int, float, np.integer, np.floating)) \
+        and not isinstance(bias, bool)
+
+
 def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
                      mask=None, dtype=None, _name="nisa.activation", **_):
     data = tile(st, data, "activation", "data")
     name, fn = resolve_op(st, UNARY, op, "activation function")
-    if bias is not None:
+    if _scalar_bias(st, bias):
+        bias = float(bias)
+    elif bias is not None:
         tile(st, bias, "activation", "bias")
         if bias.shape[0] != data.shape[0] or free_size(bias.shape) != 1:
             raise st.error("err_activation_bias_invalid_type", f"bias must be a [{data.shape[0]}, 1] vector, got {list(bias.shape)}")

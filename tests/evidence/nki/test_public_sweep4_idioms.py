@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from evidence.nki import load_kernel, simulate
+from evidence.nki import SimulationError, load_kernel, simulate
 
 RNG = np.random.default_rng(41)
 
@@ -52,3 +53,53 @@ def test_psum_peak_counts_tiles_from_first_to_last_access_not_while_python_holds
         assert sim.report.psum_peak_banks == banks
         capacity = [f for f in sim.report.findings if f.code == "psum_capacity_exceeded"]
         assert bool(capacity) == read_at_end
+
+
+# rsqrt(mean(x^2) + eps) with eps a Python float as `bias` (nki 0.7: `bias: float | NkiTensor | None`)
+SCALAR_BIAS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def inverse_rms(x):
+    p, f = x.shape
+    x_sb = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+    squares = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    total = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(squares, op=nl.square, data=x_sb, reduce_op=nl.add, reduce_res=total, bias=0.5)
+    nisa.activation(total, op=nl.rsqrt, data=total, scale=1.0 / f, bias=EPS)
+    out = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=total)
+    return out
+'''
+
+
+def test_standalone_activation_takes_a_python_number_as_bias():
+    x = RNG.standard_normal((96, 40)).astype(np.float32)
+    sim = simulate(load_kernel(SCALAR_BIAS.replace("EPS", "1e-3"), display="rms.py").inverse_rms, x)
+    expected = 1 / np.sqrt(((x.astype(np.float64) + 0.5) ** 2).mean(axis=1, keepdims=True) + 1e-3)
+    np.testing.assert_allclose(sim.outputs[0], expected, rtol=1e-5)
+
+
+def test_beta_activation_bias_is_still_a_vector():
+    beta = '''
+import numpy as np
+import pytest
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def shifted_exp(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.activation(op=nl.exp, data=nl.load(x), bias=0.5))
+    return out
+'''
+    with pytest.raises(SimulationError) as err:
+        simulate(load_kernel(beta, display="exp.py").shifted_exp, np.zeros((8, 4), np.float32))
+    line = next(i for i, text in enumerate(beta.splitlines(), 1) if "bias=0.5" in text)
+    assert err.value.code == "err_invalid_operand" and (err.value.file, err.value.line) == ("exp.py", line)
