@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.nki.sim_evidence import SimEvidence
+from evidence.nki.sim_evidence import LOW_PRECISION_INPUTS, SimEvidence
 from evidence.nki.trace_items import TRACE_FACT_KINDS
 from evidence.sandbox.bwrap import sandbox_status
 from evidence.sandbox.config import SandboxConfig
@@ -89,8 +89,12 @@ class SimulationCollector(Collector):
         kernel = ChildJob(role="kernel", file=m.kernel.file, entry=m.kernel.entry, grid=m.kernel.grid,
                           target=m.task.target, timeout_s=self.timeout_s,
                           withheld=(m.reference.file,) if separate else (), **common)
+        # with low-precision float inputs the reference also runs on them widened to float64: numpy on bf16/fp16
+        # arrays computes in that precision, and `sim.output` must not blame the kernel for the reference's rounding
+        low = any(s.is_tensor and s.dtype in LOW_PRECISION_INPUTS for s in m.inputs)
         reference = ChildJob(role="reference", file=m.reference.file, entry=m.reference.entry,
-                             timeout_s=self.reference_timeout_s, withheld=(m.kernel.file,) if separate else (), **common)
+                             timeout_s=self.reference_timeout_s, withheld=(m.kernel.file,) if separate else (),
+                             reference_variants=("f64",) if low else (), **common)
         return kernel, reference
 
     def _refused(self, blocking) -> EvidenceItem:

@@ -219,3 +219,28 @@ def test_low_precision_inputs_use_dtype_default_tolerance(dtype):
     assert out.labels["dtype"] == dtype and out.metrics["matches"] == 1.0
     assert out.metrics["rtol"] == {"bfloat16": 2e-2, "float32": 1e-4}[dtype]
     assert np.isfinite(out.metrics["rel_l2"])
+
+
+MEAN_SQUARE = HEAD + """@nki.jit
+def kernel(a):
+    out = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(out, value=nl.mean(nl.square(x, dtype=nl.float32), axis=[1], keepdims=True))
+    return out
+"""
+
+
+@pytest.mark.parametrize("scale, matches", [(1.0, True), (1.5, False)])
+def test_a_reference_numpy_computes_in_bf16_does_not_fail_a_kernel_that_matches_it_in_float64(scale, matches):
+    # numpy evaluates `a * a` and the mean in bfloat16 (rel L2 ~0.2 off); the kernel keeps fp32 statistics
+    inputs = [{"name": "a", "shape": [128, 1024], "dtype": "bfloat16"}]
+    ref = "import numpy as np\ndef ref(a):\n    return np.mean(a * a, axis=1, keepdims=True)\n"
+    out = collect(submission(MEAN_SQUARE.replace("keepdims=True)", f"keepdims=True) * {scale}"), ref=ref,
+                             inputs=inputs))[0]["sim.output"]
+    assert (out.metrics["matches"] == 1.0) == matches
+    if matches:
+        assert out.severity == Severity.info and "evaluated on float64 inputs" in out.title
+        assert out.labels["reference_evaluation"] == "float64" and float(out.labels["reference_own_rel_l2"]) > 0.05
+        assert out.metrics["rel_l2"] < 1e-5
+    else:  # a wrong kernel matches neither evaluation
+        assert out.severity == Severity.high and "reference_evaluation" not in out.labels
