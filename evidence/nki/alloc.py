@@ -83,7 +83,7 @@ class Alloc:
                     per_part *= n
             self.held = st.alloc_onchip(buffer, per_part)
             if buffer == "psum":
-                self.live = st.psum_range(self.held)
+                self.live = st.psum_range(self.uid, self.held)
             rec = st.recorder
             if rec.keep:
                 rec.allocs[self.uid] = (buffer, self.held)
@@ -91,6 +91,8 @@ class Alloc:
     def __del__(self) -> None:
         if self.held:
             self.state.free_onchip(self.buffer, self.held)
+            if self.live is not None:
+                self.state.psum_close(self.uid)
             rec = self.state.recorder
             rec.chains.free(self.uid)
             if rec.keep:

@@ -8,6 +8,7 @@ Python frames up to the first one whose code belongs to a kernel file.
 from __future__ import annotations
 
 import sys
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,7 +76,8 @@ class State:
         # PSUM tiles are live from their first to their last access by an instruction, as an allocator working
         # from the instruction stream sees them (Python keeps a tile it will never use again alive until the name
         # is rebound): one [first, last, banks] per PSUM allocation, positions counted by `instr_seq`
-        self.psum_ranges: list[list[int]] = []
+        self.psum_open: dict[int, list[int]] = {}  # allocation uid -> its range, while the allocation exists
+        self.psum_closed = array("q")  # first, last, banks of freed allocations that were accessed: 24 bytes each
         self.instr_seq = 0
         self.redundant_bytes = 0
         self.pstart_views = False  # some view breaks the partition start rule (dispatch.partition_start)
@@ -168,16 +170,23 @@ class State:
             return per_partition
         return -(-per_partition // PSUM_BANK_BYTES)
 
-    def psum_range(self, banks: int) -> list[int]:
+    def psum_range(self, uid: int, banks: int) -> list[int]:
         """The live range of a new PSUM allocation of `banks` banks, not yet accessed."""
-        live = [-1, -1, banks]
-        self.psum_ranges.append(live)
+        live = self.psum_open[uid] = [-1, -1, banks]
         return live
+
+    def psum_close(self, uid: int) -> None:
+        """The allocation is freed: its range is final, kept compactly (a long run frees millions of tiles)."""
+        live = self.psum_open.pop(uid, None)
+        if live is not None and live[0] >= 0:
+            self.psum_closed.extend(live)
 
     def psum_peak(self) -> int:
         """Most PSUM banks whose live ranges (first to last access, inclusive) overlap."""
+        closed = self.psum_closed
+        ranges = [closed[i:i + 3] for i in range(0, len(closed), 3)] + list(self.psum_open.values())
         steps: list[tuple[int, int]] = []
-        for first, last, banks in self.psum_ranges:
+        for first, last, banks in ranges:
             if first >= 0:
                 steps.append((first, banks))
                 steps.append((last + 1, -banks))

@@ -55,6 +55,23 @@ def test_psum_peak_counts_tiles_from_first_to_last_access_not_while_python_holds
         assert bool(capacity) == read_at_end
 
 
+
+def test_psum_ranges_of_freed_and_live_tiles_count_alike():
+    # a freed tile's range is kept compactly (a long run frees millions); the peak must not change with it
+    from evidence.nki.ops import OPS
+    from evidence.nki.state import State
+
+    st = State("trn2", False, {}, OPS)
+    st.psum_range(1, 2)[:2] = [0, 5]
+    st.psum_range(2, 1)[:2] = [3, 8]
+    st.psum_range(3, 4)  # never accessed by an instruction: holds no bank
+    st.psum_range(4, 3)[:2] = [6, 9]
+    assert st.psum_peak() == 4  # 3 banks at 3..5, 4 at 6..8
+    for uid in (1, 2, 3):
+        st.psum_close(uid)
+    assert st.psum_peak() == 4
+    assert list(st.psum_closed) == [0, 5, 2, 3, 8, 1] and list(st.psum_open) == [4]
+
 # rsqrt(mean(x^2) + eps) with eps a Python float as `bias` (nki 0.7: `bias: float | NkiTensor | None`)
 SCALAR_BIAS = '''
 import nki
