@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from evidence.validation import one_line
 from grader.consistency.epochs import calibration_epoch, drafter_info
-from grader.consistency.compare import UNSCORED, CriterionAgreement, Outcome, compare
+from grader.consistency.compare import CriterionAgreement, Outcome, compare
 from grader.consistency.executor import Executor, LocalExecutor
 from grader.consistency.goldset import CalibrationError, GoldSet, load_gold_set
 from grader.consistency.grading import GradeResult, GradeTask, grade

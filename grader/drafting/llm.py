@@ -36,7 +36,7 @@ from grader.drafting.retry import NO_PROVIDER_RETRIES, ErrorKind, RetryPolicy, c
 from grader.drafting.rules import INSUFFICIENT
 from grader.drafting.sampling import SampleResult, reduce_samples, to_citations
 from grader.errors import GraderError, ModelProviderError
-from grader.prompting import PackedPrompt, litellm_counter, load_templates, messages_hash, pack_criterion
+from grader.prompting import PackedPrompt, litellm_counter, load_templates, pack_criterion
 from grader.rubric import Criterion, Rubric
 from grader.settings import LLMMode, Settings
 
