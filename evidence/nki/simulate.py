@@ -169,6 +169,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
             finally:
                 st.pipeline.close()  # joins the worker threads: none outlives the call
                 st.pages.release()  # the run's lazily mapped memory goes with its last tensor, not with the state
+                st.tiles.release()
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
         check_outputs(st, returned, params, _is_tensor, site)
         digests.check(st, params, st.params_written, site)

@@ -16,6 +16,7 @@ import numpy as np
 from evidence.nki.errors import SimulationError
 from evidence.nki.page_pool import PagePool
 from evidence.nki.pipeline import Pipeline
+from evidence.nki.tile_pool import TilePool
 from evidence.nki.trace import Recorder
 
 # REFERENCE §1/§2: tile_size.total_available_sbuf_size per partition; trn3 (NeuronCore-v4) is "reference only"
@@ -52,6 +53,7 @@ class State:
         self.ops = ops  # op name -> Op (evidence.nki.ops.OPS): what dispatch.call looks names up in
         self.pipeline = Pipeline(0 if trace_only else workers)  # TensorE jobs on worker threads
         self.pages = PagePool()  # lazily mapped memory of large on-chip tensors, reused within the run
+        self.tiles = TilePool()  # zero-filled tiles (`nl.zeros` in a loop), reused within the run
         self.dialect = "beta"  # beta | standalone (evidence.nki.dialect), set by simulate from the kernel file
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name

@@ -85,7 +85,7 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
         if init is not None and not st.trace_only:
             zeros = type(init) in (int, float) and init == 0 and math.copysign(1.0, init) > 0
             if zeros:
-                data = np.zeros(shape, dtype=dtypes.storage(dt))  # calloc: no separate fill pass
+                data = st.tiles.zeros(shape, dtypes.storage(dt))  # a tile no one uses any more, zeroed
             else:
                 data = np.full(shape, init, dtype=dtypes.storage(dt))
         alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
