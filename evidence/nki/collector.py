@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.nki.sim_evidence import LOW_PRECISION_INPUTS, SimEvidence
+from evidence.nki.sim_evidence import SimEvidence
 from evidence.nki.trace_items import TRACE_FACT_KINDS
 from evidence.sandbox.bwrap import sandbox_status
 from evidence.sandbox.config import SandboxConfig
@@ -41,6 +41,11 @@ SIM_KINDS = {
                    "(see the security items)",
     **TRACE_FACT_KINDS,
 }
+
+
+# input dtypes numpy stores, and so computes in, below fp32 (tfloat32 inputs are fp32 arrays): a reference on them
+# rounds as it goes
+_LOW_PRECISION_INPUTS = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2"})
 
 
 class SimulationCollector(Collector):
@@ -91,7 +96,7 @@ class SimulationCollector(Collector):
                           withheld=(m.reference.file,) if separate else (), **common)
         # with low-precision float inputs the reference also runs on them widened to float64: numpy on bf16/fp16
         # arrays computes in that precision, and `sim.output` must not blame the kernel for the reference's rounding
-        low = any(s.is_tensor and s.dtype in LOW_PRECISION_INPUTS for s in m.inputs)
+        low = any(s.is_tensor and s.dtype in _LOW_PRECISION_INPUTS for s in m.inputs)
         reference = ChildJob(role="reference", file=m.reference.file, entry=m.reference.entry,
                              timeout_s=self.reference_timeout_s, withheld=(m.kernel.file,) if separate else (),
                              reference_variants=("f64",) if low else (), **common)

@@ -34,8 +34,6 @@ FINDING_SEVERITY = {
 }
 SECURITY_FINDINGS = {HOST_COMPUTE: "host_compute", INPUT_MUTATION: "input_mutation"}
 # Error codes that say the simulator could not judge the kernel, not that the kernel is wrong.
-# float input dtypes numpy computes in at their own precision (a reference on them rounds as it goes)
-LOW_PRECISION_INPUTS = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2"})
 SIMULATOR_LIMIT_CODES = frozenset({"unsupported_op", "import_error", "timeout", "memory_limit", "cpu_limit", "crashed",
                                    "output_limit", "sandbox_unavailable"})
 

@@ -186,9 +186,8 @@ class State:
     def psum_peak(self) -> int:
         """Most PSUM banks whose live ranges (first to last access, inclusive) overlap."""
         closed = self.psum_closed
-        ranges = [closed[i:i + 3] for i in range(0, len(closed), 3)] + list(self.psum_open.values())
         steps: list[tuple[int, int]] = []
-        for first, last, banks in ranges:
+        for first, last, banks in (*zip(closed[0::3], closed[1::3], closed[2::3]), *self.psum_open.values()):
             if first >= 0:
                 steps.append((first, banks))
                 steps.append((last + 1, -banks))
