@@ -41,3 +41,36 @@ def test_masked_tile_stored_out_of_bounds_of_a_3d_tensor_is_the_access_error_not
     with pytest.raises(SimulationError) as exc:
         simulate(mod.doubled, x, np.zeros((2, 64, 64), np.float32))
     assert exc.value.code == "err_tensor_access_out_of_bound"
+
+
+# Ragged rows through masked 128-row tiles: the masks keep 300 of the 384 rows loaded and stored.
+MASKED_RAGGED_COPY = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def scaled(x):
+    rows, cols = x.shape
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:128, 0:cols]
+    for t in nl.affine_range((rows + 127) // 128):
+        keep = t * 128 + ip < rows
+        tile = nl.load(x[t * 128 + ip, jf], mask=keep)
+        res = nisa.tensor_scalar(tile, np.multiply, 3.0, mask=keep)
+        nl.store(out[t * 128 + ip, jf], res, mask=keep)
+    return out
+'''
+
+
+def test_masked_transfers_and_instructions_count_only_the_elements_their_masks_keep():
+    mod = load_kernel(MASKED_RAGGED_COPY, display="ragged.py")
+    x = RNG.standard_normal((300, 512)).astype(np.float32)
+    sim = simulate(mod.scaled, x)
+    np.testing.assert_array_equal(sim.outputs[0], 3 * x)
+    rep = sim.report
+    assert rep.hbm_read_bytes == x.nbytes  # not 384 rows' worth
+    assert rep.hbm_write_bytes == x.nbytes
+    assert rep.partition_utilisation == pytest.approx(300 / (3 * 128))
