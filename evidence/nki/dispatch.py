@@ -19,6 +19,7 @@ from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki.accumulation import COPY_OPS, is_addition
 from evidence.nki.errors import UnsupportedOpError
+from evidence.nki.indexing import full_mask
 
 _BUF_SLOT = {"hbm": 0, "shared_hbm": 0, "private_hbm": 0, "sbuf": 1, "psum": 2}
 _HBM = ("hbm", "shared_hbm", "private_hbm")
@@ -263,6 +264,20 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     shapes.append(shape)
     elements = c.elements or (size if out is not None else (c.ins[0].size if c.ins else 0))
     parts = c.partitions or (shape[0] if shape else (c.ins[0].partitions if c.ins else 1))
+    if c.mask is not None and shape:
+        # Masked-out elements are neither computed nor moved (REFERENCE §3.2 "Masks": the compiler shrinks
+        # the instruction): a ragged last tile counts the bytes, elements and partitions its mask keeps,
+        # not the whole tile's (the traffic, DMA sizes and engine fill facts, and the cost model, read these)
+        kept = _mask_extent(c.mask, shape)
+        if kept is not None:
+            on, on_parts = kept
+            frac = on / max(size, 1)
+            reads = [int(round(r * frac)) for r in reads]
+            writes = [int(round(w * frac)) for w in writes]
+            if not c.elements:
+                elements = on
+            if not c.partitions:
+                parts = on_parts
     c.elements, c.partitions = elements, parts
     dt = c.dtype if c.dtype is not None else (out.dtype if out is not None else None)
     cycles = op.cost(st, c) if op.cost is not None else 0.0
@@ -279,6 +294,19 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
     rec.record(c.op, c.engine, line, tuple(shapes), dtname, parts, elements, reads, writes, float(cycles), c.flops,
                rd, wr, run, redundant, file)
+
+
+def _mask_extent(mask: np.ndarray, shape: tuple) -> tuple[int, int] | None:
+    """(elements, partitions) a mask keeps of a tile of `shape`; None if the mask does not align with it."""
+    try:
+        m = full_mask(mask, shape)
+    except Exception:  # a mask the op aligned otherwise (its own operand shape): count the whole tile
+        return None
+    if m.ndim == 0:
+        return None
+    on = int(np.count_nonzero(m))
+    rows = m.reshape(m.shape[0], -1).any(axis=1) if m.shape[0] else m.reshape(0)
+    return on, int(np.count_nonzero(rows))
 
 
 def _touch(live: list[int], seq: int) -> None:

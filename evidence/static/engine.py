@@ -303,7 +303,8 @@ class Engine(cst.CSTVisitor):
 
     def _bind_params(self, fn: FunctionInfo, params: list[cst.Param], scope: dict[str, Binding]) -> None:
         by_name = {i.name: i for i in self.inputs}
-        match_by_name = bool(by_name.keys() & {q.name.value for q in params})
+        param_names = {q.name.value for q in params}
+        match_by_name = bool(by_name.keys() & param_names)
         if self._inputs_bound or len(self.function_stack) > 1:
             use_inputs = False
         elif self.entry is not None:
@@ -316,6 +317,11 @@ class Engine(cst.CSTVisitor):
             if use_inputs:
                 if match_by_name:
                     spec = by_name.get(name)
+                    # inputs are given in argument order (the simulator passes them by position): a parameter
+                    # the manifest does not name takes the input at its position, unless a parameter of that
+                    # name claims it (`alpha` named alike beside `I_DRAM` given as "I")
+                    if spec is None and i < len(self.inputs) and self.inputs[i].name not in param_names:
+                        spec = self.inputs[i]
                 elif i < len(self.inputs):
                     spec = self.inputs[i]
             if spec is not None and spec.value is not None:

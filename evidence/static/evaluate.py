@@ -363,9 +363,13 @@ def _alloc(name: str, pos: list, kw: dict) -> Tensor:
     shape_v = kw.get("shape", pos[0] if pos else None)
     shape = like.shape if like is not None else as_shape(shape_v)
     dpos = 2 if name == "nl.full" else 1
+    given = "dtype" in kw or len(pos) > dpos
     dtype = _dtype(kw.get("dtype", pos[dpos] if len(pos) > dpos else None))
-    if dtype is None:
+    if dtype is None and not given:  # float32 is the default of an omitted dtype only: one given but not
+        # resolved here (`dtype=x.dtype` of an input the task does not describe) stays unknown
         dtype = like.dtype if like is not None else ("float32" if name in ("nl.zeros", "nl.ones", "nl.rand") else None)
+    elif dtype is None and like is not None:
+        dtype = like.dtype
     pdim = next((i for i, d in enumerate(shape or ()) if isinstance(d, ParDim)), 0)
     buf = kw.get("buffer")
     buffer = buf.rsplit(".", 1)[-1] if isinstance(buf, str) else ("sbuf" if "buffer" not in kw else None)

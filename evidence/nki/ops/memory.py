@@ -150,7 +150,10 @@ def exec_store(st, c: Call) -> None:
             rm = m if rm is None else (m & rm)
         val = v.read(rm)
         if v.valid is not None:
-            mask = v.valid if mask is None else (full_mask(mask, dst.shape) & v.valid)
+            # the value's valid region has the value's shape: shape it to the destination as the value is
+            # (a [P, F] tile stored into a [P, F, G] access broadcasts), or `&` fails inside the simulator
+            valid = fit(st, v.valid, v.shape, dst.shape, "store")
+            mask = valid if mask is None else (full_mask(mask, dst.shape) & valid)
     else:
         val = value(v)
     arr = fit(st, val, np.shape(val), dst.shape, "store")
