@@ -18,7 +18,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki.accumulation import COPY_OPS, is_addition
-from evidence.nki.errors import UnsupportedOpError
+from evidence.nki.errors import SimulationError, UnsupportedOpError
 from evidence.nki.indexing import full_mask
 
 _BUF_SLOT = {"hbm": 0, "shared_hbm": 0, "private_hbm": 0, "sbuf": 1, "psum": 2}
@@ -300,7 +300,7 @@ def _mask_extent(mask: np.ndarray, shape: tuple) -> tuple[int, int] | None:
     """(elements, partitions) a mask keeps of a tile of `shape`; None if the mask does not align with it."""
     try:
         m = full_mask(mask, shape)
-    except Exception:  # a mask the op aligned otherwise (its own operand shape): count the whole tile
+    except (ValueError, SimulationError):  # a mask the op aligned otherwise (its own operand shape): the whole tile
         return None
     if m.ndim == 0:
         return None
