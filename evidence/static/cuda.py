@@ -225,8 +225,15 @@ class _Walker:
     def on_do_statement(self, n: ts.Node) -> None:
         self._loop(n)
 
+    def _device(self) -> bool:
+        """Inside a __global__/__device__ function. Host functions (launchers, CPU references, main)
+        are not the kernel: their loops and sums say nothing about how the GPU code is built."""
+        return self.fn is not None and self.fn.qualifier != "host"
+
     def _loop(self, n: ts.Node) -> None:
         self.depth += 1
+        if not self._device():
+            return
         header = self.text(n).split("{")[0].split("\n")[0]
         words = set(re.findall(r"[A-Za-z_]\w*", header))
         if "gridDim" in header:
@@ -244,7 +251,7 @@ class _Walker:
                                       n.end_point[0] + 1, labels={"pattern": pattern}, value=float(self.depth)))
 
     def on_assignment_expression(self, n: ts.Node) -> None:
-        if self.fn is None:
+        if not self._device():
             return
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         op_node = n.child_by_field_name("operator")
