@@ -80,7 +80,9 @@ class _Walker:
         self.src, self.facts = src, CudaFacts(file)
         self.macros: dict[str, int] = {}
         self.types: dict[str, str] = {}  # variable -> dtype, in the current function
-        self.thread_vars: set[str] = set()
+        self.thread_vars: set[str] = set()  # variables derived from threadIdx (tid, lane, ...)
+        self.grid_vars: set[str] = set()  # variables derived from gridDim (grid-stride steps)
+        self.var_init: dict[str, str] = {}  # variable -> the expression it was declared with
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
@@ -138,7 +140,7 @@ class _Walker:
         qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         name = self.text(name_node) if name_node is not None else "?"
-        self.types, self.thread_vars = {}, set()
+        self.types, self.thread_vars, self.grid_vars, self.var_init = {}, set(), set(), {}
         inputs, pointers = [], []
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for p in params.named_children if params is not None else ():
@@ -162,10 +164,14 @@ class _Walker:
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
                 if names:
                     self.types[names[-1]] = dtype or ""
-                    if d.type == "init_declarator" and (
-                            any(b in self.text(d) for b in ("threadIdx", "laneid"))
-                            or self.thread_vars & set(re.findall(r"[A-Za-z_]\w*", self.text(d).split("=", 1)[-1]))):
-                        self.thread_vars.add(names[-1])
+                    if d.type == "init_declarator":
+                        value = self.text(d).split("=", 1)[-1]
+                        self.var_init[names[-1]] = value
+                        used = set(_WORD.findall(value))
+                        if any(b in value for b in ("threadIdx", "laneid", "thread_rank()")) or self.thread_vars & used:
+                            self.thread_vars.add(names[-1])
+                        if "gridDim" in value or self.grid_vars & used:
+                            self.grid_vars.add(names[-1])
         if "__shared__" in text and self.fn is not None:
             arr = next((d for d in n.named_children if d.type == "array_declarator"), None)
             dims = []
@@ -234,21 +240,50 @@ class _Walker:
         self.depth += 1
         if not self._device():
             return
-        header = self.text(n).split("{")[0].split("\n")[0]
-        words = set(re.findall(r"[A-Za-z_]\w*", header))
-        if "gridDim" in header:
-            pattern = "grid_stride"
-        elif ("blockDim" in header or "threadIdx" in header) or (self.thread_vars & words and "+=" in header):
-            pattern = "thread_stride"
-        elif ">>=" in header or "/= 2" in header or "*= 2" in header or "<<=" in header:
-            pattern = "tree_reduction"
-        elif n.type == "while_statement" and ("atomic" in header or "volatile" in header):
+        cond = n.child_by_field_name("condition")
+        cond_text = self.text(cond) if cond is not None else ""
+        if n.type == "for_statement":
+            init_node, update_node = n.child_by_field_name("initializer"), n.child_by_field_name("update")
+            init, update = (self.text(init_node) if init_node is not None else ""), (
+                self.text(update_node) if update_node is not None else "")
+        else:
+            # A while/do loop steps its variable in the body: find the step of a variable of the
+            # condition, and the value that variable was declared with.
+            init, update = "", ""
+            cond_vars = set(_WORD.findall(cond_text))
+            body = n.child_by_field_name("body")
+            for a in _descendants(body, "assignment_expression") if body is not None else ():
+                left = a.child_by_field_name("left")
+                if left is not None and left.type == "identifier" and self.text(left) in cond_vars:
+                    update = self.text(a)
+                    break
+        var = _WORD.match(update.strip())
+        if not init and var:
+            init = self.var_init.get(var.group(0), "")
+        pattern = self._pattern(init, update)
+        if n.type == "while_statement" and not update and ("atomic" in cond_text or "volatile" in cond_text):
             pattern = "spin_wait"
             self.facts.other_idioms.append(Event("spin_wait", self.fn.name if self.fn else "", n.start_point[0] + 1))
-        else:
-            pattern = "serial"
         self.facts.loops.append(Event(n.type.split("_")[0], self.fn.name if self.fn else "", n.start_point[0] + 1,
                                       n.end_point[0] + 1, labels={"pattern": pattern}, value=float(self.depth)))
+
+    def _pattern(self, init: str, update: str) -> str:
+        """The loop's pattern from how its variable starts (`init`) and steps (`update`).
+
+        Builtins named elsewhere in the header decide nothing: `s = blockDim.x / 2; s > 0; s >>= 1`
+        is a tree reduction and `k = 0; k < blockDim.x; k += 32` a serial walk."""
+        words = set(_WORD.findall(update))
+        if re.search(r">>=|<<=|/=|\*=", update) or re.search(r"\b(\w+)\s*=\s*\1\s*(/|\*|>>|<<)", update):
+            return "tree_reduction"  # a geometric step: log2(n) rounds of a reduction or scan
+        if not re.search(r"\+=|-=|\+\+|--|=", update):
+            return "serial"
+        if "gridDim" in update or words & self.grid_vars:
+            return "grid_stride"
+        starts_at_thread = bool(re.search(r"threadIdx|thread_rank\(\)", init)) or bool(
+            self.thread_vars & set(_WORD.findall(init.split("=", 1)[-1])))
+        if ("+=" in update or "-=" in update) and (starts_at_thread or "blockDim" in update):
+            return "thread_stride"
+        return "serial"
 
     def on_assignment_expression(self, n: ts.Node) -> None:
         if not self._device():
@@ -270,6 +305,17 @@ class _Walker:
         self.seen_acc.add((self.fn.name, name))
         self.facts.accumulators.append(Event(name, self.fn.name, n.start_point[0] + 1,
                                              labels={"accumulator_dtype": dtype, "op": op}))
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _descendants(n: ts.Node, type_: str):
+    """Nodes of one type under `n`, in source order."""
+    for c in n.children:
+        if c.type == type_:
+            yield c
+        yield from _descendants(c, type_)
 
 
 def _dtype_of(text: str) -> str | None:

@@ -31,3 +31,54 @@ def test_host_reference_loops_and_sums_are_not_kernel_facts():
     assert [e.function for e in f.loops] == ["sum_rows"]
     kinds = {(i.kind, i.labels.get("function")) for i in cuda_items(f, "cuda-static@1")}
     assert ("cuda.accumulator", "sum_rows_cpu") not in kinds and ("cuda.loop", "sum_rows_cpu") not in kinds
+
+
+# Loop patterns read from the loop's update (and, for while loops, the step in the body), not from
+# any builtin named in the header: a halving stride that starts at blockDim.x is a tree reduction,
+# a loop bounded by blockDim.x that one thread walks serially is serial, and a while loop that steps
+# by a gridDim-derived stride is a grid-stride loop.
+LOOPS = """
+__global__ void block_sum(const float* in, float* out, unsigned n) {
+    extern __shared__ float buf[];
+    unsigned tid = threadIdx.x;
+    unsigned i = blockIdx.x * blockDim.x + tid;
+    unsigned step = blockDim.x * gridDim.x;
+    float v = 0.0f;
+    while (i < n) {
+        v += in[i];
+        i += step;
+    }
+    buf[tid] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2;
+         s > 0;
+         s >>= 1) {
+        if (tid < s) buf[tid] += buf[tid + s];
+        __syncthreads();
+    }
+    for (unsigned s = 1; s < blockDim.x; s *= 2) {
+        __syncthreads();
+    }
+    if (tid == 0) {
+        float t = 0.0f;
+        for (unsigned k = 0; k < blockDim.x; k += 32) t += buf[k];
+        out[blockIdx.x] = t;
+    }
+    if (blockIdx.x == 0) {
+        unsigned j = tid;
+        float w = 0.0f;
+        while (j < gridDim.x) {
+            w += out[j];
+            j += 256;
+        }
+        buf[tid] = w;
+    }
+}
+"""
+
+
+def test_loop_patterns_follow_the_update_not_the_header_builtins():
+    f = parse_cuda(LOOPS, "k.cu")
+    got = [(e.line, e.labels["pattern"]) for e in f.loops]
+    assert got == [(8, "grid_stride"), (14, "tree_reduction"), (20, "tree_reduction"), (25, "serial"),
+                   (31, "thread_stride")]
