@@ -83,6 +83,8 @@ class _Walker:
         self.thread_vars: set[str] = set()  # variables derived from threadIdx (tid, lane, ...)
         self.grid_vars: set[str] = set()  # variables derived from gridDim (grid-stride steps)
         self.var_init: dict[str, str] = {}  # variable -> the expression it was declared with
+        self.groups: dict[str, str] = {}  # cooperative-groups variable -> grid | tile | block
+        self.fn_text = ""  # source of the current function
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
@@ -140,7 +142,7 @@ class _Walker:
         qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         name = self.text(name_node) if name_node is not None else "?"
-        self.types, self.thread_vars, self.grid_vars, self.var_init = {}, set(), set(), {}
+        self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
         inputs, pointers = [], []
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for p in params.named_children if params is not None else ():
@@ -149,10 +151,12 @@ class _Walker:
             pname = re.findall(r"[A-Za-z_]\w*", ptext)
             if pname:
                 self.types[pname[-1]] = dtype or ""
+                self._note_group(pname[-1], ptext)
             if "*" in ptext and dtype:
                 pointers.append(dtype)
                 if "const" in ptext.split("*")[0]:
                     inputs.append(dtype)
+        self.fn_text = self.text(n)
         self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
         self.facts.functions.append(self.fn)
 
@@ -164,6 +168,7 @@ class _Walker:
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
                 if names:
                     self.types[names[-1]] = dtype or ""
+                    self._note_group(names[-1], text.split("=")[0] + " " + self.text(d).split("=", 1)[-1])
                     if d.type == "init_declarator":
                         value = self.text(d).split("=", 1)[-1]
                         self.var_init[names[-1]] = value
@@ -209,18 +214,75 @@ class _Walker:
             self.facts.launches.append(Event(name, where, line, labels={"grid": grid, "block": block,
                                              "shared_bytes": self.text(args[2]) if len(args) > 2 else "0"},
                                              value=self.fold(args[1]) if len(args) > 1 else None))
-        elif name.startswith(SYNC) or name.endswith(".sync") or name.endswith("grid_group::sync"):
-            target = self.facts.other_idioms if "grid" in name else self.facts.syncs
-            target.append(Event(name if "grid" not in name else "grid_sync", where, line))
+        elif (scope := self._sync_scope(n, name)) is not None:
+            if scope == "grid":
+                self.facts.other_idioms.append(Event("grid_sync", where, line))
+            else:
+                self.facts.syncs.append(Event(name, where, line, labels={"scope": scope}))
         elif name.startswith("atomic"):
             self.facts.atomics.append(Event(name, where, line))
-        elif name.startswith(WARP):
+        elif name.startswith(WARP) or self._cg_collective(name):
             self.facts.warp.append(Event(name, where, line))
         elif any(k in name for k in TENSOR_CORE):
             self.facts.tensor_core.append(Event(name, where, line))
         elif name in ("printf", "malloc", "free", "cudaMalloc") or name.endswith("this_grid"):
             if self.fn is not None and self.fn.qualifier != "host":
                 self.facts.other_idioms.append(Event(name, where, line))
+
+    def _group_of(self, var: str) -> str:
+        """The cooperative-groups kind of a variable: grid, tile (a warp or sub-warp), block or ''."""
+        if var not in self.groups and self.fn_text and re.fullmatch(r"[A-Za-z_]\w*", var):
+            # tree-sitter reads `cg::thread_block_tile<32> t = cg::tiled_partition<32>(b);` as a
+            # comparison expression, not a declaration: find the declaration in the text instead.
+            v = re.escape(var)
+            m = re.search(rf"([\w:<>, ]+?)\s+{v}\s*=\s*([^;]*);", self.fn_text) or re.search(
+                rf"([\w:<>, ]*(?:grid_group|thread_block\w*|coalesced_group)[\w:<>, ]*)\s+{v}\b", self.fn_text)
+            if m:
+                self._note_group(var, " ".join(m.groups()))
+        return self.groups.get(var, "")
+
+    def _sync_scope(self, n: ts.Node, name: str) -> str | None:
+        """block | warp | fence | grid for a barrier/fence call, None for any other call.
+
+        Cooperative groups spell barriers `cg::sync(g)` and `g.sync()`; what they wait for depends
+        on the group: a thread_block is a block barrier like __syncthreads(), a tile a warp-level
+        sync, a grid_group a grid-wide barrier."""
+        if name.startswith("__threadfence"):
+            return "fence"
+        if name.startswith("__syncwarp"):
+            return "warp"
+        if name.startswith(SYNC):
+            return "block"
+        if name.rsplit("::", 1)[-1] == "sync" and "::" in name:  # cg::sync(g), cooperative_groups::sync(g)
+            args = n.child_by_field_name("arguments")
+            group = self.text(args.named_children[0]) if args is not None and args.named_children else ""
+        elif name.endswith(".sync"):  # g.sync()
+            group = name[:-len(".sync")]
+        else:
+            return None
+        kind = self._group_of(group) or ("grid" if "grid" in group.lower() else "block")
+        return {"tile": "warp"}.get(kind, kind)
+
+    def _cg_collective(self, name: str) -> bool:
+        """A cooperative-groups warp/tile collective: tile.shfl_*(), tile.ballot/any/all/match_*(),
+        cg::reduce / cg::inclusive_scan / cg::exclusive_scan."""
+        if re.fullmatch(r"(cg|cooperative_groups)::(reduce|inclusive_scan|exclusive_scan)", name):
+            return True
+        obj, _, member = name.rpartition(".")
+        if not obj:
+            return False
+        if member in ("shfl", "shfl_down", "shfl_up", "shfl_xor"):
+            return True
+        return member in ("ballot", "any", "all", "match_any", "match_all") and self._group_of(obj) == "tile"
+
+    def _note_group(self, var: str, text: str) -> None:
+        """Remember a cooperative-groups variable's kind from its declaration."""
+        if re.search(r"grid_group|this_grid\(", text):
+            self.groups[var] = "grid"
+        elif re.search(r"thread_block_tile|tiled_partition|coalesced_group|coalesced_threads\(", text):
+            self.groups[var] = "tile"
+        elif re.search(r"thread_block\b|this_thread_block\(", text):
+            self.groups[var] = "block"
 
     def on_for_statement(self, n: ts.Node) -> None:
         self._loop(n)
@@ -344,7 +406,8 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
 CUDA_KINDS = {
     "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block when a launch is found; metrics: block_threads)",
     "cuda.shared_memory": "a __shared__ array (labels: name, dtype, dims, dynamic; metrics: bytes when constant)",
-    "cuda.sync": "barriers (__syncthreads, __syncwarp, ...) in one function (labels: primitive, lines; metrics: count)",
+    "cuda.sync": "barriers and fences (__syncthreads, cg::sync(g), g.sync(), __syncwarp, __threadfence) in one function "
+                 "(labels: primitive, scope = block|warp|fence, lines; metrics: count)",
     "cuda.atomic": "an atomic operation (labels: op, function)",
     "cuda.warp_primitive": "warp shuffles/votes in one function (labels: primitive, lines; metrics: count)",
     "cuda.tensor_core": "tensor-core (wmma/mma) calls in one function (labels: op, lines; metrics: count)",
@@ -387,12 +450,15 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
                           e.line, labels={"name": e.what, **e.labels, "function": e.function},
                           metrics={"bytes": float(e.value)} if e.value is not None else {}))
     for kind, events in (("cuda.sync", facts.syncs), ("cuda.warp_primitive", facts.warp), ("cuda.tensor_core", facts.tensor_core)):
-        groups: dict[tuple[str, str], list[int]] = {}
+        groups: dict[tuple[str, str, str], list[int]] = {}
         for e in events:
-            groups.setdefault((e.function, e.what), []).append(e.line)
-        for (fn, what), lines in sorted(groups.items()):
-            items.append(item(kind, f"{fn}:{what}", f"{what} x{len(lines)} in {fn}", min(lines), max(lines),
-                              labels={"primitive": what, "function": fn, "lines": ",".join(map(str, lines))},
+            groups.setdefault((e.function, e.what, e.labels.get("scope", "")), []).append(e.line)
+        for (fn, what, scope), lines in sorted(groups.items()):
+            # A barrier's scope (block | warp | fence) is part of the fact: cg::sync(tile) is not cg::sync(block).
+            key, extra = (f"{fn}:{what}:{scope}", {"scope": scope}) if scope else (f"{fn}:{what}", {})
+            items.append(item(kind, key, f"{what} x{len(lines)} in {fn}" + (f" ({scope})" if scope else ""),
+                              min(lines), max(lines),
+                              labels={"primitive": what, "function": fn, "lines": ",".join(map(str, lines)), **extra},
                               metrics={"count": float(len(lines))}))
     for e in facts.atomics:
         items.append(item("cuda.atomic", e.what, f"{e.what} in {e.function}", e.line, labels={"op": e.what, "function": e.function}))

@@ -82,3 +82,33 @@ def test_loop_patterns_follow_the_update_not_the_header_builtins():
     got = [(e.line, e.labels["pattern"]) for e in f.loops]
     assert got == [(8, "grid_stride"), (14, "tree_reduction"), (20, "tree_reduction"), (25, "serial"),
                    (31, "thread_stride")]
+
+
+# Cooperative groups: cg::sync(block) is a block barrier as much as __syncthreads(); tile syncs
+# and tile shuffles are warp-level; cg::reduce is a warp/tile reduction; a grid group's sync is a
+# grid-wide barrier, whatever the variable is called.
+COOP = """
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+__global__ void coop(const float* x, float* out, int n) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    cg::grid_group everyone = cg::this_grid();
+    float v = x[block.thread_rank()];
+    cg::sync(block);
+    v += warp.shfl_xor(v, 16);
+    warp.sync();
+    float s = cg::reduce(warp, v, cg::plus<float>());
+    everyone.sync();
+    out[0] = s;
+}
+"""
+
+
+def test_cooperative_groups_barriers_and_warp_collectives():
+    f = parse_cuda(COOP, "k.cu")
+    assert [(e.what, e.line, e.labels["scope"]) for e in f.syncs] == [
+        ("cg::sync", 10, "block"), ("warp.sync", 12, "warp")]
+    assert [(e.what, e.line) for e in f.warp] == [("warp.shfl_xor", 11), ("cg::reduce", 13)]
+    assert ("grid_sync", 14) in [(e.what, e.line) for e in f.other_idioms]
