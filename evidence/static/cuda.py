@@ -8,6 +8,7 @@ reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or execu
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ class CudaFacts:
 class _Walker:
     def __init__(self, src: bytes, file: str) -> None:
         self.src, self.facts = src, CudaFacts(file)
-        self.macros: dict[str, int] = {}
+        self.macros: dict[str, int | None] = {}
         self.types: dict[str, str] = {}  # variable -> dtype, in the current function
         self.thread_vars: set[str] = set()  # variables derived from threadIdx (tid, lane, ...)
         self.grid_vars: set[str] = set()  # variables derived from gridDim (grid-stride steps)
@@ -101,6 +102,8 @@ class _Walker:
             return int(m.group(1), 0) if m else None
         if t == "identifier":
             return self.macros.get(self.text(n))
+        if t == "sizeof_expression":
+            return _SIZEOF_RE(self.text(n))
         if t == "parenthesized_expression":
             return self.fold(n.named_children[0]) if n.named_children else None
         if t == "binary_expression":
@@ -131,10 +134,16 @@ class _Walker:
     def on_preproc_def(self, n: ts.Node) -> bool:
         name, arg = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is not None and arg is not None:
-            m = re.fullmatch(r"\s*\(?\s*(\d+)\s*\)?\s*", self.text(arg))
-            if m:
-                self.macros[self.text(name)] = int(m.group(1))
+            self._define(self.text(name), _eval_int(self.text(arg), self.macros))
         return False
+
+    def _define(self, name: str, value: int | None) -> None:
+        """Record a compile-time integer. A name defined twice with different values (the two
+        branches of an `#if`, which this reader does not evaluate) has no single value: it
+        folds to unknown rather than to whichever definition came last."""
+        if name in self.macros and self.macros[name] != value:
+            value = None
+        self.macros[name] = value
 
     def on_function_definition(self, n: ts.Node) -> None:
         decl = n.child_by_field_name("declarator")
@@ -162,6 +171,10 @@ class _Walker:
 
     def on_declaration(self, n: ts.Node) -> None:
         text = self.text(n)
+        if self.fn is None and re.match(r"\s*(static\s+)?(constexpr|const)\b", text):
+            for d in n.named_children:  # file-scope `constexpr int THREADS = 256;` folds like a macro
+                if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
+                    self._define(self.text(d.child_by_field_name("declarator")), self.fold(d.child_by_field_name("value")))
         dtype = _dtype_of(text.split("=")[0])
         for d in n.named_children:
             if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
@@ -211,8 +224,13 @@ class _Walker:
         if kcall is not None:
             args = [c for c in kcall.named_children]
             grid, block = (self.text(args[0]) if args else "?"), (self.text(args[1]) if len(args) > 1 else "?")
-            self.facts.launches.append(Event(name, where, line, labels={"grid": grid, "block": block,
-                                             "shared_bytes": self.text(args[2]) if len(args) > 2 else "0"},
+            # `kern<float, 256><<<g, b>>>` launches the template `kern`: the launch names the kernel
+            # without its template arguments (kept as a label) so it matches the definition.
+            kernel, _, targs = name.partition("<")
+            labels = {"grid": grid, "block": block, "shared_bytes": self.text(args[2]) if len(args) > 2 else "0"}
+            if targs:
+                labels["template_args"] = "<" + targs
+            self.facts.launches.append(Event(kernel.strip().rsplit("::", 1)[-1], where, line, labels=labels,
                                              value=self.fold(args[1]) if len(args) > 1 else None))
         elif (scope := self._sync_scope(n, name)) is not None:
             if scope == "grid":
@@ -372,6 +390,46 @@ class _Walker:
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
+def _SIZEOF_RE(text: str) -> int | None:
+    """sizeof(<scalar type>) in bytes, None for anything else."""
+    m = re.fullmatch(r"sizeof\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\)", text.strip())
+    return SIZEOF.get(CTYPES.get(m.group(1), "")) if m else None
+
+
+def _eval_int(text: str, names: dict[str, int | None]) -> int | None:
+    """The integer value of a macro body such as `(WARP_SIZE * WARPS_PER_BLOCK)` or
+    `(CHUNK_K * K * sizeof(half))`; None when anything in it is not a known integer."""
+    text = re.sub(r"sizeof\s*\(\s*(?:const\s+)?[A-Za-z_]\w*\s*\)", lambda m: str(_SIZEOF_RE(m.group(0))), text)
+    text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", lambda m: str(int(m.group(1), 0)), text)
+    if not re.fullmatch(r"[\w\s+\-*/%()<>]*", text) or not text.strip():
+        return None
+    try:
+        tree = ast.parse(text.replace("/", "//"), mode="eval")
+    except SyntaxError:
+        return None
+
+    def ev(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return names.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = ev(node.operand)
+            return -v if v is not None else None
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            if a is None or b is None or a < 0 or b < 0:
+                return None
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: a // b if b else None, ast.Mod: lambda: a % b if b else None,
+                   ast.LShift: lambda: a << b if b < 64 else None, ast.RShift: lambda: a >> b}
+            f = ops.get(type(node.op))
+            return f() if f else None
+        return None
+
+    return ev(tree.body)
+
+
 def _descendants(n: ts.Node, type_: str):
     """Nodes of one type under `n`, in source order."""
     for c in n.children:
@@ -404,7 +462,8 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
 
 
 CUDA_KINDS = {
-    "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block when a launch is found; metrics: block_threads)",
+    "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block/line of its first launch when one is found, "
+                   "template launches included; metrics: launch_sites, block_threads when every launch agrees)",
     "cuda.shared_memory": "a __shared__ array (labels: name, dtype, dims, dynamic; metrics: bytes when constant)",
     "cuda.sync": "barriers and fences (__syncthreads, cg::sync(g), g.sync(), __syncwarp, __threadfence) in one function "
                  "(labels: primitive, scope = block|warp|fence, lines; metrics: count)",
@@ -429,12 +488,14 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
 
     items = []
     for k in facts.kernels:
-        launch = next((e for e in facts.launches if e.what == k.name), None)
+        sites = [e for e in facts.launches if e.what == k.name]
+        launch = sites[0] if sites else None
         labels = {"name": k.name, "inputs": ",".join(k.input_dtypes)}
         metrics = {}
         if launch is not None:
             labels.update({"grid": launch.labels["grid"], "block": launch.labels["block"], "launch_line": str(launch.line)})
-            if launch.value is not None:
+            metrics["launch_sites"] = float(len(sites))  # the labels show the first; others may differ
+            if launch.value is not None and all(e.value == launch.value for e in sites):
                 metrics["block_threads"] = float(launch.value)
         items.append(item("cuda.kernel", k.name, f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>"
                           if launch else ""), k.start, k.end, labels=labels, metrics=metrics))

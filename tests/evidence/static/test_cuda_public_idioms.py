@@ -112,3 +112,36 @@ def test_cooperative_groups_barriers_and_warp_collectives():
         ("cg::sync", 10, "block"), ("warp.sync", 12, "warp")]
     assert [(e.what, e.line) for e in f.warp] == [("warp.shfl_xor", 11), ("cg::reduce", 13)]
     assert ("grid_sync", 14) in [(e.what, e.line) for e in f.other_idioms]
+
+
+# Templated kernels are launched as `kern<T, 256><<<...>>>`; block sizes are often macro
+# expressions; a macro defined differently in the two branches of an #if has no single value.
+TEMPLATES = """
+#define WARPS 4
+#define THREADS (WARPS * 32)
+#if USE_WIDE
+#define TILE 64
+#else
+#define TILE 32
+#endif
+template <typename T, int BLOCK>
+__global__ void scale(const T* x, T* y, int n) {
+    __shared__ float stage[TILE];
+    __shared__ float warp_part[THREADS / 32];
+    int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+void run(const float* x, float* y, int n) {
+    scale<float, THREADS><<<(n + THREADS - 1) / THREADS, THREADS>>>(x, y, n);
+}
+"""
+
+
+def test_template_launch_macro_expressions_and_ambiguous_macros():
+    f = parse_cuda(TEMPLATES, "k.cu")
+    items = {i.kind + ":" + i.labels.get("name", ""): i for i in cuda_items(f, "cuda-static@1")}
+    k = items["cuda.kernel:scale"]
+    assert k.labels["launch_line"] == "17" and k.metrics["block_threads"] == 128
+    assert items["cuda.shared_memory:warp_part"].metrics["bytes"] == 16
+    stage = items["cuda.shared_memory:stage"]
+    assert stage.labels["dims"] == "?" and "bytes" not in stage.metrics  # TILE is 32 or 64
