@@ -70,10 +70,22 @@ class CudaFacts:
     accumulators: list[Event] = field(default_factory=list)
     loops: list[Event] = field(default_factory=list)
     other_idioms: list[Event] = field(default_factory=list)  # printf, grid sync, spin loops, malloc
+    calls: dict[str, set[str]] = field(default_factory=dict)  # function -> names it calls or launches
 
     @property
     def kernels(self) -> list[CudaFunction]:
         return [f for f in self.functions if f.qualifier == "global"]
+
+    def reachable(self, roots: list[str]) -> set[str]:
+        """`roots` and the functions of this file they call, transitively (device helpers of a kernel)."""
+        defined = {f.name.split("<")[0] for f in self.functions}
+        seen, todo = set(), [r for r in roots if r in defined]
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(c for c in self.calls.get(name, ()) if c in defined and c not in seen)
+        return seen
 
 
 class _Walker:
@@ -220,6 +232,8 @@ class _Walker:
         name = self.text(fn_node) if fn_node is not None else ""
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
+        if self.fn is not None:
+            self.facts.calls.setdefault(self.fn.name.split("<")[0], set()).add(name.split("<")[0].strip().rsplit("::", 1)[-1])
         kcall = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
         if kcall is not None:
             args = [c for c in kcall.named_children]

@@ -10,7 +10,7 @@ tiles, replay the CUDA thread structure and are a surface port.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.static.cuda import CudaFacts
@@ -26,6 +26,8 @@ MIGRATION_KINDS = {
     "migration.idioms": "CUDA idioms without an NKI equivalent and how the port handled them (labels: verdict = "
                         "handled|unhandled|none, cuda, nki, idiom:<name>)",
 }
+# Every migration item also carries `cuda_scope`: the CUDA functions compared (the manifest's
+# cuda_entry kernel and the device functions it calls; every kernel of the file without an entry).
 _SEVERITY = {
     "preserved": Severity.info, "restructured": Severity.info, "replaced": Severity.info, "not_needed": Severity.info,
     "tile_level": Severity.info, "handled": Severity.info, "none": Severity.info, "unknown": Severity.low,
@@ -106,6 +108,15 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     """One item per aspect. `cuda_entry` (the manifest's) narrows the CUDA side to that kernel."""
     nki = nki_side(a)
     kernels = [k for k in cuda.kernels if cuda_entry is None or k.name == cuda_entry] or cuda.kernels
+    # The CUDA side is the entry kernel(s) and the device functions they call: a file that also
+    # holds a backward kernel, older kernel versions or a CPU reference says nothing about the
+    # kernel that was ported (their atomics, shared arrays and launches are not the port's).
+    scope = cuda.reachable([k.name for k in kernels])
+    names = {k.name for k in kernels}
+    cuda = replace(cuda, **{f: [e for e in getattr(cuda, f) if e.function in scope] for f in (
+        "shared", "syncs", "atomics", "warp", "tensor_core", "accumulators", "loops", "other_idioms")},
+        launches=[e for e in cuda.launches if e.what in names])
+    cuda_scope = ",".join(sorted(scope))
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
 
@@ -116,7 +127,8 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
             id=make_id(kind, a.file), kind=kind, analyzer=analyzer, severity=_SEVERITY[verdict],
             title=f"{aspect.replace('_', ' ')}: {verdict} ({title})", location=loc,
             detail=f"CUDA ({cuda.file}): {cuda_text}. NKI ({a.file}): {nki_text}.",
-            labels={"verdict": verdict, "cuda": cuda_text, "nki": nki_text, "cuda_file": cuda.file, **(extra or {})},
+            labels={"verdict": verdict, "cuda": cuda_text, "nki": nki_text, "cuda_file": cuda.file,
+                    "cuda_scope": cuda_scope, **(extra or {})},
             metrics=metrics or {},
         ))
 
@@ -171,8 +183,9 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     idioms: dict[str, bool] = {}
     if cuda.warp:
         idioms["warp_shuffle"] = bool(nki.reductions) and not threads
-    if cuda.syncs:
-        idioms["block_barrier"] = not threads
+    for scope, idiom in (("block", "block_barrier"), ("warp", "warp_sync"), ("fence", "memory_fence")):
+        if any(e.labels.get("scope", "block") == scope for e in cuda.syncs):
+            idioms[idiom] = not threads
     for e in cuda.other_idioms:
         idioms[e.what] = e.what == "printf" or not threads
     if any(e.what in ("atomicCAS", "atomicMin", "atomicMax", "atomicExch") for e in cuda.atomics):

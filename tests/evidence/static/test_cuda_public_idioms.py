@@ -145,3 +145,50 @@ def test_template_launch_macro_expressions_and_ambiguous_macros():
     assert items["cuda.shared_memory:warp_part"].metrics["bytes"] == 16
     stage = items["cuda.shared_memory:stage"]
     assert stage.labels["dims"] == "?" and "bytes" not in stage.metrics  # TILE is 32 or 64
+
+
+# One .cu file often holds several kernels (forward and backward, kernel1..kernelN): the migration
+# verdicts compare the port with the manifest's cuda_entry and the device functions it calls, not
+# with atomics, shared arrays and launches of the file's other kernels.
+TWO_KERNELS = """
+#define FWD_THREADS 128
+__device__ float square(float v) { return v * v; }
+__global__ void fwd(const float* x, float* y, int cols) {
+    float acc = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) acc += square(x[blockIdx.x * cols + c]);
+    y[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+__global__ void bwd(const float* dy, float* dx, int cols) {
+    __shared__ float grad[1024];
+    grad[threadIdx.x] = dy[threadIdx.x];
+    __syncthreads();
+    atomicAdd(&dx[blockIdx.x], grad[threadIdx.x]);
+}
+void run(const float* x, float* y, float* dx, int rows, int cols) {
+    bwd<<<rows, 1024>>>(y, dx, cols);
+    fwd<<<rows, FWD_THREADS>>>(x, y, cols);
+}
+"""
+ELEMENTWISE_PORT = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+@nki.jit
+def fwd(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.square(t))
+    return out
+"""
+
+
+def test_migration_verdicts_look_at_the_entry_kernel_only():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    got = {i.kind: i for i in migration_items(parse_cuda(TWO_KERNELS, "k.cu"), a, "cuda-static@1", "fwd")}
+    assert got["migration.atomics"].labels["verdict"] == "not_needed"  # the atomicAdd is bwd's
+    tiling = got["migration.tiling"].labels["cuda"]
+    assert tiling.startswith("0 __shared__ array(s), 0 B; block of 128 threads"), tiling
+    assert got["migration.idioms"].labels["verdict"] == "none"  # fwd has no barrier
+    assert "fwd" in got["migration.accumulation"].labels["cuda_scope"]
+    assert "square" in got["migration.accumulation"].labels["cuda_scope"]
