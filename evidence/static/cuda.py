@@ -465,10 +465,24 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     w = _Walker(src, file)
     w.walk(tree.root_node)
     facts = w.facts
-    inputs = next((k.input_dtypes for k in facts.kernels if k.input_dtypes), ())
-    in_dtype = inputs[0] if inputs else "unknown"
+    # An accumulator's input dtype is its own function's (const pointer parameters, else the one
+    # dtype all its pointer parameters share: benchmark kernels take `float* inp`), else that of the
+    # kernels that reach the helper it sits in; never the first kernel of a file with several.
+    by_name = {fn.name: fn for fn in facts.functions}
+
+    def own(fn: CudaFunction | None) -> str | None:
+        if fn is None:
+            return None
+        if fn.input_dtypes:
+            return fn.input_dtypes[0]
+        return fn.pointer_dtypes[0] if len(set(fn.pointer_dtypes)) == 1 else None
+
     for acc in facts.accumulators:
-        acc.labels["input_dtype"] = in_dtype
+        dtype = own(by_name.get(acc.function))
+        if dtype is None:
+            callers = {own(k) for k in facts.kernels if acc.function in facts.reachable([k.name])} - {None}
+            dtype = callers.pop() if len(callers) == 1 else None
+        acc.labels["input_dtype"] = dtype or "unknown"
     for k in facts.kernels:
         body = src.decode(errors="replace").splitlines()[k.start - 1:k.end]
         k.global_index = any(re.search(r"blockIdx\.\w\s*\*\s*blockDim\.\w|blockDim\.\w\s*\*\s*blockIdx\.\w", ln) for ln in body)

@@ -192,3 +192,31 @@ def test_migration_verdicts_look_at_the_entry_kernel_only():
     assert got["migration.idioms"].labels["verdict"] == "none"  # fwd has no barrier
     assert "fwd" in got["migration.accumulation"].labels["cuda_scope"]
     assert "square" in got["migration.accumulation"].labels["cuda_scope"]
+
+
+# The input dtype of an accumulator is that of the function it sits in (and of the kernel that
+# calls a helper), not of the first kernel of the file; benchmark kernels often take non-const
+# `float* inp` pointers.
+MIXED_DTYPES = """
+__global__ void sum_half(const __half* x, float* out, int n) {
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += __half2float(x[i]);
+    out[threadIdx.x] = acc;
+}
+__device__ float dot(const float* a, const float* b, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+__global__ void sum_float(float* out, float* inp, int n) {
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += inp[i];
+    out[threadIdx.x] = acc + dot(inp, inp, n);
+}
+"""
+
+
+def test_accumulator_input_dtype_is_its_own_functions():
+    f = parse_cuda(MIXED_DTYPES, "k.cu")
+    got = {(e.function, e.what): e.labels["input_dtype"] for e in f.accumulators}
+    assert got == {("sum_half", "acc"): "float16", ("dot", "s"): "float32", ("sum_float", "acc"): "float32"}
