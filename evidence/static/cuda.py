@@ -71,6 +71,7 @@ class CudaFacts:
     loops: list[Event] = field(default_factory=list)
     other_idioms: list[Event] = field(default_factory=list)  # printf, grid sync, spin loops, malloc
     calls: dict[str, set[str]] = field(default_factory=dict)  # function -> names it calls or launches
+    parse_errors: list[tuple[int, int]] = field(default_factory=list)  # line spans tree-sitter could not parse
 
     @property
     def kernels(self) -> list[CudaFunction]:
@@ -452,6 +453,25 @@ def _descendants(n: ts.Node, type_: str):
         yield from _descendants(c, type_)
 
 
+def _error_spans(root: ts.Node) -> list[tuple[int, int]]:
+    """1-based line spans of ERROR and MISSING nodes, merged when they touch."""
+    spans: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            spans.append((n.start_point[0] + 1, n.end_point[0] + 1))
+        elif n.has_error:
+            stack.extend(n.children)
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
 def _dtype_of(text: str) -> str | None:
     for word in re.findall(r"[A-Za-z_]\w*", text):
         if word in CTYPES:
@@ -465,6 +485,10 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     w = _Walker(src, file)
     w.walk(tree.root_node)
     facts = w.facts
+    # Where the grammar gave up (a kernel defined through a macro, unbalanced braces, a truncated
+    # file), facts may be missing: the spans are kept so items and verdicts can say so.
+    if tree.root_node.has_error:
+        facts.parse_errors = _error_spans(tree.root_node)
     # An accumulator's input dtype is its own function's (const pointer parameters, else the one
     # dtype all its pointer parameters share: benchmark kernels take `float* inp`), else that of the
     # kernels that reach the helper it sits in; never the first kernel of a file with several.
@@ -500,13 +524,15 @@ CUDA_KINDS = {
     "cuda.tensor_core": "tensor-core (wmma/mma) calls in one function (labels: op, lines; metrics: count)",
     "cuda.accumulator": "a variable accumulated in a loop (labels: name, input_dtype, accumulator_dtype, function)",
     "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|serial|spin_wait; metrics: depth)",
+    "cuda.parse_error": "lines tree-sitter could not parse (macro-generated code, unbalanced braces, a truncated file): "
+                        "facts there may be missing (labels: lines)",
     "cuda.thread_indexing": "threadIdx/blockIdx use in a kernel (labels: pattern, builtins; metrics: uses per builtin)",
 }
 
 
 def cuda_items(facts: CudaFacts, analyzer: str) -> list:
     """Evidence items for the CUDA facts (imported lazily to keep this module tree-sitter-only)."""
-    from evidence.model import EvidenceItem, Location, make_id
+    from evidence.model import EvidenceItem, Location, Severity, make_id
 
     f = facts.file
 
@@ -515,6 +541,12 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
                             location=Location(file=f, start_line=line, end_line=end or line), **kw)
 
     items = []
+    if facts.parse_errors:
+        spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in facts.parse_errors)
+        items.append(item("cuda.parse_error", spans, f"CUDA source did not parse at lines {spans}: facts there may "
+                          "be missing", facts.parse_errors[0][0], facts.parse_errors[-1][1],
+                          severity=Severity.low, labels={"lines": spans},
+                          metrics={"error_spans": float(len(facts.parse_errors))}))
     for k in facts.kernels:
         sites = [e for e in facts.launches if e.what == k.name]
         launch = sites[0] if sites else None

@@ -21,13 +21,15 @@ MIGRATION_KINDS = {
     "migration.accumulation": "accumulation dtype, CUDA vs NKI (labels: verdict = preserved|narrowed|unknown, cuda, nki)",
     "migration.tiling": "CUDA shared-memory/thread-block tiling vs NKI SBUF tiling (labels: verdict = "
                         "restructured|surface|missing, cuda, nki)",
-    "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed, cuda, nki)",
+    "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed|unknown, cuda, nki)",
     "migration.thread_indexing": "CUDA thread indexing vs NKI tiles (labels: verdict = tile_level|thread_emulation, cuda, nki)",
     "migration.idioms": "CUDA idioms without an NKI equivalent and how the port handled them (labels: verdict = "
-                        "handled|unhandled|none, cuda, nki, idiom:<name>)",
+                        "handled|unhandled|none|unknown, cuda, nki, idiom:<name>)",
 }
 # Every migration item also carries `cuda_scope`: the CUDA functions compared (the manifest's
 # cuda_entry kernel and the device functions it calls; every kernel of the file without an entry).
+# When the CUDA source did not fully parse, not_needed/none become unknown (nothing found is no
+# evidence of absence) and the CUDA summary names the unparsed lines.
 _SEVERITY = {
     "preserved": Severity.info, "restructured": Severity.info, "replaced": Severity.info, "not_needed": Severity.info,
     "tile_level": Severity.info, "handled": Severity.info, "none": Severity.info, "unknown": Severity.low,
@@ -120,9 +122,17 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
 
+    # Where the CUDA source did not fully parse, the absence of atomics, idioms or accumulators
+    # is no evidence: those verdicts become unknown, with the reason in the CUDA summary.
+    unparsed = ", ".join(f"{a}-{b}" for a, b in cuda.parse_errors)
+
     def emit(aspect: str, verdict: str, cuda_text: str, nki_text: str, title: str,
              extra: dict[str, str] | None = None, metrics: dict[str, float] | None = None) -> None:
         kind = "migration." + aspect
+        if unparsed and verdict in ("not_needed", "none"):
+            verdict = "unknown"
+        if unparsed:
+            cuda_text += f" (the CUDA source did not fully parse: lines {unparsed})"
         out.append(EvidenceItem(
             id=make_id(kind, a.file), kind=kind, analyzer=analyzer, severity=_SEVERITY[verdict],
             title=f"{aspect.replace('_', ' ')}: {verdict} ({title})", location=loc,

@@ -220,3 +220,28 @@ def test_accumulator_input_dtype_is_its_own_functions():
     f = parse_cuda(MIXED_DTYPES, "k.cu")
     got = {(e.function, e.what): e.labels["input_dtype"] for e in f.accumulators}
     assert got == {("sum_half", "acc"): "float16", ("dot", "s"): "float32", ("sum_float", "acc"): "float32"}
+
+
+# A file tree-sitter cannot fully parse (a kernel defined through a macro, a truncated upload) must
+# say so: absence-based facts ("no atomics", "no CUDA-only idioms") are not evidence then.
+UNPARSABLE = """
+#define DEFINE_SCALE(name) __global__ void name(float* y) { atomicAdd(y, 1.0f); }
+DEFINE_SCALE(scale_a)
+__global__ void scale_b(float* y, int n) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { y[i] *= 2.0f;
+"""
+
+
+def test_parse_errors_are_reported_and_absence_verdicts_become_unknown():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    f = parse_cuda(UNPARSABLE, "k.cu")
+    assert f.parse_errors
+    (err,) = [i for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.parse_error"]
+    assert err.location.start_line >= 3 and "did not parse" in err.title
+    a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1")}
+    assert got["migration.atomics"]["verdict"] == "unknown"
+    assert got["migration.idioms"]["verdict"] == "unknown"
+    assert "did not fully parse" in got["migration.atomics"]["cuda"]
