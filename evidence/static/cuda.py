@@ -258,9 +258,38 @@ class _Walker:
             self.facts.warp.append(Event(name, where, line))
         elif any(k in name for k in TENSOR_CORE):
             self.facts.tensor_core.append(Event(name, where, line))
+            if name.rsplit("::", 1)[-1] == "mma_sync":
+                self._mma_accumulator(n, line)
         elif name in ("printf", "malloc", "free", "cudaMalloc") or name.endswith("this_grid"):
             if self.fn is not None and self.fn.qualifier != "host":
                 self.facts.other_idioms.append(Event(name, where, line))
+
+    def _mma_accumulator(self, n: ts.Node, line: int) -> None:
+        """`mma_sync(d, a, b, c)` accumulates into the wmma accumulator fragment `d`: its element
+        type is the accumulation dtype and the matrix_a fragment's the input dtype. (Fragment
+        declarations are templates tree-sitter may misread, so they are found in the text.)"""
+        args = n.child_by_field_name("arguments")
+        names = [_WORD.match(self.text(a)) for a in (args.named_children if args is not None else ())]
+        if len(names) < 2 or not names[0] or not names[1] or self.fn is None:
+            return
+        acc, a = names[0].group(0), names[1].group(0)
+
+        def fragment_dtype(var: str, use: str) -> str | None:
+            # wmma::fragment<Use, m, n, k, T[, Layout]> var: T is the fifth template argument.
+            m = re.search(rf"fragment\s*<([^<>;{{}}]*)>\s*{re.escape(var)}\b", self.fn_text)
+            targs = [t.strip() for t in m.group(1).split(",")] if m else []
+            if len(targs) < 5 or not targs[0].endswith(use):
+                return None
+            return CTYPES.get(targs[4].rsplit("::", 1)[-1])
+
+        acc_dtype = fragment_dtype(acc, "accumulator")
+        if acc_dtype is None or (self.fn.name, acc) in self.seen_acc:
+            return
+        self.seen_acc.add((self.fn.name, acc))
+        labels = {"accumulator_dtype": acc_dtype, "op": "mma_sync"}
+        if (in_dtype := fragment_dtype(a, "matrix_a")) is not None:
+            labels["input_dtype"] = in_dtype
+        self.facts.accumulators.append(Event(acc, self.fn.name, line, labels=labels))
 
     def _group_of(self, var: str) -> str:
         """The cooperative-groups kind of a variable: grid, tile (a warp or sub-warp), block or ''."""
@@ -502,6 +531,8 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
         return fn.pointer_dtypes[0] if len(set(fn.pointer_dtypes)) == 1 else None
 
     for acc in facts.accumulators:
+        if "input_dtype" in acc.labels:  # an mma_sync's matrix_a fragment type
+            continue
         dtype = own(by_name.get(acc.function))
         if dtype is None:
             callers = {own(k) for k in facts.kernels if acc.function in facts.reachable([k.name])} - {None}
@@ -522,7 +553,8 @@ CUDA_KINDS = {
     "cuda.atomic": "an atomic operation (labels: op, function)",
     "cuda.warp_primitive": "warp shuffles/votes in one function (labels: primitive, lines; metrics: count)",
     "cuda.tensor_core": "tensor-core (wmma/mma) calls in one function (labels: op, lines; metrics: count)",
-    "cuda.accumulator": "a variable accumulated in a loop (labels: name, input_dtype, accumulator_dtype, function)",
+    "cuda.accumulator": "a variable accumulated in a loop, or a wmma accumulator fragment fed by mma_sync "
+                        "(labels: name, input_dtype, accumulator_dtype, op, function)",
     "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|serial|spin_wait; metrics: depth)",
     "cuda.parse_error": "lines tree-sitter could not parse (macro-generated code, unbalanced braces, a truncated file): "
                         "facts there may be missing (labels: lines)",

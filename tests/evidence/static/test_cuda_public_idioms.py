@@ -245,3 +245,29 @@ def test_parse_errors_are_reported_and_absence_verdicts_become_unknown():
     assert got["migration.atomics"]["verdict"] == "unknown"
     assert got["migration.idioms"]["verdict"] == "unknown"
     assert "did not fully parse" in got["migration.atomics"]["cuda"]
+
+
+# Tensor-core GEMMs accumulate in wmma accumulator fragments, not in a `+=` variable: the
+# fragment's element type is the kernel's accumulation dtype, the matrix_a fragment's its input.
+WMMA = """
+#include <mma.h>
+using namespace nvcuda;
+__global__ void hgemm(half* a, half* b, float* c, int K) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a_frag;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b_frag;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
+    wmma::fill_fragment(acc[0], 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(a_frag, a + k, K);
+        wmma::load_matrix_sync(b_frag, b + k, K);
+        wmma::mma_sync(acc[0], a_frag, b_frag, acc[0]);
+    }
+    wmma::store_matrix_sync(c, acc[0], 16, wmma::mem_row_major);
+}
+"""
+
+
+def test_wmma_accumulator_fragment_is_the_accumulation_dtype():
+    f = parse_cuda(WMMA, "k.cu")
+    assert [(e.what, e.line, e.labels["accumulator_dtype"], e.labels["input_dtype"]) for e in f.accumulators] == [
+        ("acc", 12, "float32", "float16")]
