@@ -80,12 +80,18 @@ class CudaFacts:
     def reachable(self, roots: list[str]) -> set[str]:
         """`roots` and the functions of this file they call, transitively (device helpers of a kernel)."""
         defined = {f.name.split("<")[0] for f in self.functions}
+        # Using a struct (`Smem<T>()`, `Smem<T> s;`) reaches its member functions, named `Smem::...`.
+        members: dict[str, set[str]] = {}
+        for f in self.functions:
+            if "::" in f.name:
+                members.setdefault(f.name.split("::")[0].split("<")[0], set()).add(f.name)
         seen, todo = set(), [r for r in roots if r in defined]
         while todo:
             name = todo.pop()
             if name not in seen:
                 seen.add(name)
-                todo.extend(c for c in self.calls.get(name, ()) if c in defined and c not in seen)
+                for c in self.calls.get(name, ()):
+                    todo.extend(m for m in ({c} & defined) | members.get(c, set()) if m not in seen)
         return seen
 
 
@@ -164,6 +170,14 @@ class _Walker:
         qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         name = self.text(name_node) if name_node is not None else "?"
+        if decl is not None and decl.type == "operator_cast":  # `operator T *()` of a helper struct
+            name = " ".join(self.text(decl).split())
+        owner = n.parent
+        while owner is not None and owner.type not in ("struct_specifier", "class_specifier", "translation_unit"):
+            owner = owner.parent
+        if owner is not None and owner.type != "translation_unit" and owner.child_by_field_name("name") is not None:
+            # Member functions are named Struct::member so a kernel that uses the struct reaches them.
+            name = f"{self.text(owner.child_by_field_name('name'))}::{name}"
         self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
         inputs, pointers = [], []
         params = decl.child_by_field_name("parameters") if decl is not None else None

@@ -165,8 +165,14 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     emit("thread_indexing", "thread_emulation" if emulated else "tile_level", cuda_idx, nki_idx, "threads vs tiles",
          metrics={"thread_emulation_loops": float(nki.thread_emulation), "max_tile_partitions": float(nki.tile_partitions)})
     smem = sum(e.value or 0 for e in cuda.shared)
-    cuda_tile = (f"{len(cuda.shared)} __shared__ array(s), {int(smem)} B; block of "
-                 f"{next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
+    # Dynamic (`extern __shared__`) arrays all alias one region sized at launch: one mention, with
+    # the launch's size expression, not one array per declaration.
+    static = [e for e in cuda.shared if e.labels.get("dynamic") != "true"]
+    dynamic = len(static) < len(cuda.shared)
+    sizes = sorted({e.labels.get("shared_bytes", "0") for e in cuda.launches} - {"0"})
+    cuda_tile = (f"{len(static)} {'static ' if dynamic else ''}__shared__ array(s), {int(smem)} B"
+                 + (f", dynamic shared memory (launch size: {', '.join(sizes) or '?'})" if dynamic else "")
+                 + f"; block of {next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
     if nki.n_loads == 0:
         verdict = "missing"
     elif emulated or nki.tile_partitions <= 1:

@@ -271,3 +271,37 @@ def test_wmma_accumulator_fragment_is_the_accumulation_dtype():
     f = parse_cuda(WMMA, "k.cu")
     assert [(e.what, e.line, e.labels["accumulator_dtype"], e.labels["input_dtype"]) for e in f.accumulators] == [
         ("acc", 12, "float32", "float16")]
+
+
+# Templated kernels reach dynamic shared memory through a helper struct whose conversion operator
+# declares the `extern __shared__` array: the kernel that constructs the struct uses that memory.
+SHARED_STRUCT = """
+template <class T>
+struct Smem {
+    __device__ inline operator T *() {
+        extern __shared__ int raw[];
+        return (T *)raw;
+    }
+};
+template <class T>
+__global__ void tree_sum(const T* in, T* out) {
+    T *buf = Smem<T>();
+    buf[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = buf[0];
+}
+__global__ void other(float* y) { y[threadIdx.x] = 0.0f; }
+"""
+
+
+def test_dynamic_shared_memory_behind_a_helper_struct_belongs_to_the_kernel():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    f = parse_cuda(SHARED_STRUCT, "k.cu")
+    (raw,) = f.shared
+    assert raw.function == "Smem::operator T *()" and raw.labels["dynamic"] == "true"
+    assert raw.function in f.reachable(["tree_sum"]) and raw.function not in f.reachable(["other"])
+    a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "tree_sum")}
+    assert got["migration.tiling"]["cuda"].startswith("0 static __shared__ array(s), 0 B, dynamic shared memory")
