@@ -105,6 +105,7 @@ class _Walker:
         self.var_init: dict[str, str] = {}  # variable -> the expression it was declared with
         self.groups: dict[str, str] = {}  # cooperative-groups variable -> grid | tile | block
         self.fn_text = ""  # source of the current function
+        self.local_arrays: set[str] = set()  # register arrays declared in the current function
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
@@ -193,6 +194,7 @@ class _Walker:
                 if "const" in ptext.split("*")[0]:
                     inputs.append(dtype)
         self.fn_text = self.text(n)
+        self.local_arrays = set()
         self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
         self.facts.functions.append(self.fn)
 
@@ -217,6 +219,14 @@ class _Walker:
                             self.thread_vars.add(names[-1])
                         if "gridDim" in value or self.grid_vars & used:
                             self.grid_vars.add(names[-1])
+        if self.fn is not None and not re.search(r"__shared__|\bextern\b|\bstatic\b|__constant__", text):
+            self.local_arrays.update(self.text(d.child_by_field_name("declarator")).split("[")[0].strip()
+                                     for d in n.named_children if d.type == "array_declarator"
+                                     and d.child_by_field_name("declarator") is not None)
+            self.local_arrays.update(self.text(d.child_by_field_name("declarator")).split("[")[0].strip()
+                                     for d in n.named_children if d.type == "init_declarator"
+                                     and d.child_by_field_name("declarator") is not None
+                                     and d.child_by_field_name("declarator").type == "array_declarator")
         if "__shared__" in text and self.fn is not None:
             arr = next((d for d in n.named_children if d.type == "array_declarator"), None)
             dims = []
@@ -429,6 +439,15 @@ class _Walker:
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         op_node = n.child_by_field_name("operator")
         op = self.text(op_node) if op_node is not None else "="
+        if left is not None and left.type == "subscript_expression":
+            # A register tile (`float acc[4][4]` local to the function) accumulates element-wise;
+            # __shared__ arrays and pointers into global memory are not accumulators.
+            base = left
+            while base.type == "subscript_expression" and base.child_by_field_name("argument") is not None:
+                base = base.child_by_field_name("argument")
+            if base.type != "identifier" or self.text(base) not in self.local_arrays:
+                return
+            left = base
         if left is None or left.type != "identifier" or right is None:
             return
         name = self.text(left)
@@ -605,8 +624,9 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
                 metrics["block_threads"] = float(launch.value)
         items.append(item("cuda.kernel", k.name, f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>"
                           if launch else ""), k.start, k.end, labels=labels, metrics=metrics))
-        pattern = "global_index" if k.global_index else (
-            "grid_stride" if any(e.labels["pattern"] == "grid_stride" for e in facts.loops if e.function == k.name)
+        # A grid-stride loop starts at blockIdx * blockDim + threadIdx too: the loop decides.
+        pattern = "grid_stride" if any(e.labels["pattern"] == "grid_stride" for e in facts.loops if e.function == k.name) else (
+            "global_index" if k.global_index
             else "block_per_tile_thread_stride" if any(b.startswith("threadIdx") for b in k.builtins) else "none")
         items.append(item("cuda.thread_indexing", k.name, f"{k.name}: {sum(k.builtins.values())} threadIdx/blockIdx/"
                           f"blockDim uses ({pattern})", k.start, k.end,

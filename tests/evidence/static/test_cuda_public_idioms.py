@@ -305,3 +305,35 @@ def test_dynamic_shared_memory_behind_a_helper_struct_belongs_to_the_kernel():
     a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
     got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "tree_sum")}
     assert got["migration.tiling"]["cuda"].startswith("0 static __shared__ array(s), 0 B, dynamic shared memory")
+
+
+# A register-tiled GEMM accumulates into a local array (`float acc[4][4]`), and a grid-stride
+# kernel computes its start index as blockIdx * blockDim + threadIdx before striding by the grid:
+# its indexing pattern is grid_stride, not one element per thread.
+REGISTER_TILE = """
+__global__ void tile_gemm(const float* a, const float* b, float* c, int K) {
+    float acc[4][4] = {};
+    __shared__ float staged[64];
+    int row = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) acc[i][j] += a[(row + i) * K + k] * b[k * 4 + j];
+    }
+    staged[threadIdx.x] += acc[0][0];
+    c[row] = staged[threadIdx.x];
+}
+__global__ void add_one(float* y, int n) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    int stride = blockDim.x * gridDim.x;
+    for (int i = idx; i < n; i += stride) y[i] += 1.0f;
+}
+"""
+
+
+def test_register_array_accumulator_and_grid_stride_indexing():
+    f = parse_cuda(REGISTER_TILE, "k.cu")
+    assert [(e.function, e.what, e.labels["accumulator_dtype"]) for e in f.accumulators] == [
+        ("tile_gemm", "acc", "float32")]  # not the __shared__ staging array, not the output pointer
+    patterns = {i.location.start_line: i.labels["pattern"] for i in cuda_items(f, "cuda-static@1")
+                if i.kind == "cuda.thread_indexing"}
+    assert patterns == {2: "global_index", 13: "grid_stride"}
