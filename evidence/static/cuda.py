@@ -21,9 +21,10 @@ CTYPES = {
     "__half": "float16", "half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
     "float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32", "int8_t": "int8",
     "uint8_t": "uint8", "char": "int8", "short": "int16", "long": "int64", "__half2": "float16", "size_t": "uint64",
+    "uint": "uint32", "uint32_t": "uint32", "int32_t": "int32", "bool": "bool",
 }
 SIZEOF = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1,
-          "int16": 2, "int64": 8, "uint64": 8}
+          "int16": 2, "int64": 8, "uint64": 8, "bool": 1}
 SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__reduce_", "__match_")
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")

@@ -337,3 +337,9 @@ def test_register_array_accumulator_and_grid_stride_indexing():
     patterns = {i.location.start_line: i.labels["pattern"] for i in cuda_items(f, "cuda-static@1")
                 if i.kind == "cuda.thread_indexing"}
     assert patterns == {2: "global_index", 13: "grid_stride"}
+
+
+def test_uint_and_bool_shared_arrays_have_sizes():
+    f = parse_cuda("__global__ void h(uint* out) { __shared__ uint bins[256]; __shared__ bool last; "
+                   "bins[threadIdx.x] = 0; last = false; }", "k.cu")
+    assert {e.what: (e.labels["dtype"], e.value) for e in f.shared} == {"bins": ("uint32", 1024), "last": ("bool", 1)}
