@@ -91,7 +91,7 @@ class CudaFacts:
             name = todo.pop()
             if name not in seen:
                 seen.add(name)
-                for c in self.calls.get(name, ()):
+                for c in (c.rsplit("::", 1)[-1] for c in self.calls.get(name, ())):
                     todo.extend(m for m in ({c} & defined) | members.get(c, set()) if m not in seen)
         return seen
 
@@ -259,7 +259,7 @@ class _Walker:
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
         if self.fn is not None:
-            self.facts.calls.setdefault(self.fn.name.split("<")[0], set()).add(name.split("<")[0].strip().rsplit("::", 1)[-1])
+            self.facts.calls.setdefault(self.fn.name.split("<")[0], set()).add(name.split("<")[0].strip())
         kcall = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
         if kcall is not None:
             args = [c for c in kcall.named_children]

@@ -10,6 +10,7 @@ tiles, replay the CUDA thread structure and are a surface port.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
@@ -102,6 +103,17 @@ def _emulation(f) -> str:
     return "per-element/per-row loop on 1-partition tiles"
 
 
+_MATH = re.compile(r"(?:__\w+|atomic\w+|cuda\w+|printf|assert|min|max|abs|(?:f|h)?(?:sqrt|rsqrt|cbrt|exp|exp2|exp10|expm1|log|"
+                   r"log2|log10|log1p|pow|max|min|abs|tanh|sinh|cosh|erf|erfc|sin|cos|tan|floor|ceil|round|rint|trunc|"
+                   r"fma|fmod|div|rcp|isnan|isinf|signbit|copysign)f?|\w+_cast|sizeof|make_\w+)")
+
+
+def _builtin_call(name: str) -> bool:
+    """CUDA/C builtins, math functions, casts and member calls: not helpers whose body matters."""
+    # Qualified names (cg::sync, wmma::mma_sync, std::max) are library calls.
+    return "." in name or "->" in name or not re.fullmatch(r"[A-Za-z_]\w*", name) or bool(_MATH.fullmatch(name))
+
+
 def _width(dtype: str) -> int:
     return ITEMSIZE.get(dtype, 4) * (2 if dtype in ("float32", "float64") else 1)
 
@@ -119,6 +131,10 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
         "shared", "syncs", "atomics", "warp", "tensor_core", "accumulators", "loops", "other_idioms")},
         launches=[e for e in cuda.launches if e.what in names])
     cuda_scope = ",".join(sorted(scope))
+    # Helpers the compared kernels call but this file does not define (a common.h warpReduceSum):
+    # their barriers, shuffles and atomics are invisible here, so the summary names them.
+    defined = {f.name.split("<")[0] for f in cuda.functions} | {f.name.split("::")[0] for f in cuda.functions}
+    external = sorted({c for fn in scope for c in cuda.calls.get(fn, ()) if c not in defined and not _builtin_call(c)})
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
 
@@ -207,10 +223,12 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     if any(e.what in ("atomicCAS", "atomicMin", "atomicMax", "atomicExch") for e in cuda.atomics):
         idioms["atomic_cas_minmax"] = bool(nki.reductions) and not threads
     verdict = "none" if not idioms else ("handled" if all(idioms.values()) else "unhandled")
-    cuda_id = ", ".join(sorted(idioms)) or "none"
+    cuda_id = (", ".join(sorted(idioms)) or "none") + (
+        f"; calls not defined in {cuda.file}: {', '.join(external)}" if external else "")
     nki_id = (f"reductions: {', '.join(sorted(set(nki.reductions)))}" if nki.reductions else "no NKI reductions") + (
         "; CUDA thread structure replayed per element" if threads else
         "; one SPMD instance per CUDA block/row" if emulated else "")
     emit("idioms", verdict, cuda_id, nki_id, "CUDA-only idioms",
-         extra={f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())})
+         extra={**{f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())},
+                **({"cuda_external_calls": ",".join(external)} if external else {})})
     return out

@@ -343,3 +343,26 @@ def test_uint_and_bool_shared_arrays_have_sizes():
     f = parse_cuda("__global__ void h(uint* out) { __shared__ uint bins[256]; __shared__ bool last; "
                    "bins[threadIdx.x] = 0; last = false; }", "k.cu")
     assert {e.what: (e.labels["dtype"], e.value) for e in f.shared} == {"bins": ("uint32", 1024), "last": ("bool", 1)}
+
+
+# llm.c kernels call warp reductions from a header (common.h) that is not part of the submission:
+# the verdicts cannot see shuffles there, and say which helpers they could not read.
+EXTERNAL_HELPER = """
+#include "common.h"
+__global__ void row_mean(const float* x, float* out, int C) {
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) s += x[blockIdx.x * C + i];
+    s = warpReduceSum(s);
+    if (threadIdx.x == 0) out[blockIdx.x] = sqrtf(s) / C + __expf(0.0f);
+}
+"""
+
+
+def test_migration_names_helpers_defined_outside_the_file():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    got = {i.kind: i.labels for i in migration_items(parse_cuda(EXTERNAL_HELPER, "k.cu"), a, "cuda-static@1")}
+    assert got["migration.idioms"]["cuda_external_calls"] == "warpReduceSum"
+    assert "not defined in k.cu: warpReduceSum" in got["migration.idioms"]["cuda"]
