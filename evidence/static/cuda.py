@@ -607,13 +607,18 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
                             location=Location(file=f, start_line=line, end_line=end or line), **kw)
 
     items = []
+    definitions = Counter(k.name for k in facts.kernels)
     if facts.parse_errors:
         spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in facts.parse_errors)
         items.append(item("cuda.parse_error", spans, f"CUDA source did not parse at lines {spans}: facts there may "
                           "be missing", facts.parse_errors[0][0], facts.parse_errors[-1][1],
                           severity=Severity.low, labels={"lines": spans},
                           metrics={"error_spans": float(len(facts.parse_errors))}))
+    done: set[str] = set()
     for k in facts.kernels:
+        if k.name in done:
+            continue
+        done.add(k.name)
         sites = [e for e in facts.launches if e.what == k.name]
         launch = sites[0] if sites else None
         labels = {"name": k.name, "inputs": ",".join(k.input_dtypes)}
@@ -623,8 +628,12 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
             metrics["launch_sites"] = float(len(sites))  # the labels show the first; others may differ
             if launch.value is not None and all(e.value == launch.value for e in sites):
                 metrics["block_threads"] = float(launch.value)
-        items.append(item("cuda.kernel", k.name, f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>"
-                          if launch else ""), k.start, k.end, labels=labels, metrics=metrics))
+        title = f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>" if launch else "")
+        if definitions[k.name] > 1:
+            # Defined in several #if/#else branches, which are not evaluated: every body's facts are kept.
+            labels["definitions"] = str(definitions[k.name])
+            title += f" ({definitions[k.name]} definitions, e.g. #if branches; facts from all of them)"
+        items.append(item("cuda.kernel", k.name, title, k.start, k.end, labels=labels, metrics=metrics))
         # A grid-stride loop starts at blockIdx * blockDim + threadIdx too: the loop decides.
         pattern = "grid_stride" if any(e.labels["pattern"] == "grid_stride" for e in facts.loops if e.function == k.name) else (
             "global_index" if k.global_index

@@ -366,3 +366,20 @@ def test_migration_names_helpers_defined_outside_the_file():
     got = {i.kind: i.labels for i in migration_items(parse_cuda(EXTERNAL_HELPER, "k.cu"), a, "cuda-static@1")}
     assert got["migration.idioms"]["cuda_external_calls"] == "warpReduceSum"
     assert "not defined in k.cu: warpReduceSum" in got["migration.idioms"]["cuda"]
+
+
+# The two branches of an #if may both define the kernel (an sm_80 path and a fallback): both are
+# read and their facts merged, and the kernel item says so rather than presenting one body.
+BRANCHES = """
+#if __CUDA_ARCH__ >= 800
+__global__ void accumulate(float* y) { atomicAdd(y, 1.0f); }
+#else
+__global__ void accumulate(float* y) { __syncthreads(); y[threadIdx.x] += 1.0f; }
+#endif
+"""
+
+
+def test_kernel_defined_in_both_preprocessor_branches_is_flagged():
+    f = parse_cuda(BRANCHES, "k.cu")
+    (k,) = [i for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.kernel"]
+    assert k.labels["definitions"] == "2" and "2 definitions" in k.title
