@@ -107,6 +107,7 @@ class _Walker:
         self.groups: dict[str, str] = {}  # cooperative-groups variable -> grid | tile | block
         self.fn_text = ""  # source of the current function
         self.local_arrays: set[str] = set()  # register arrays declared in the current function
+        self.pointers: set[str] = set()  # pointer variables of the current function
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
@@ -181,6 +182,7 @@ class _Walker:
             # Member functions are named Struct::member so a kernel that uses the struct reaches them.
             name = f"{self.text(owner.child_by_field_name('name'))}::{name}"
         self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
+        self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
         inputs, pointers = [], []
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for p in params.named_children if params is not None else ():
@@ -190,6 +192,8 @@ class _Walker:
             if pname:
                 self.types[pname[-1]] = dtype or ""
                 self._note_group(pname[-1], ptext)
+                if "*" in ptext or "[" in ptext:
+                    self.pointers.add(pname[-1])
             if "*" in ptext and dtype:
                 pointers.append(dtype)
                 if "const" in ptext.split("*")[0]:
@@ -211,6 +215,9 @@ class _Walker:
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
                 if names:
                     self.types[names[-1]] = dtype or ""
+                    if d.type == "pointer_declarator" or (d.type == "init_declarator" and d.child_by_field_name(
+                            "declarator") is not None and d.child_by_field_name("declarator").type == "pointer_declarator"):
+                        self.pointers.add(names[-1])
                     self._note_group(names[-1], text.split("=")[0] + " " + self.text(d).split("=", 1)[-1])
                     if d.type == "init_declarator":
                         value = self.text(d).split("=", 1)[-1]
@@ -440,7 +447,8 @@ class _Walker:
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         op_node = n.child_by_field_name("operator")
         op = self.text(op_node) if op_node is not None else "="
-        if left is not None and left.type == "subscript_expression":
+        subscripted = left is not None and left.type == "subscript_expression"
+        if subscripted:
             # A register tile (`float acc[4][4]` local to the function) accumulates element-wise;
             # __shared__ arrays and pointers into global memory are not accumulators.
             base = left
@@ -458,6 +466,8 @@ class _Walker:
         if not is_update or (self.depth == 0 and op == "="):
             return
         dtype = self.types.get(name, "")
+        if name in self.pointers and not subscripted:
+            return
         if not dtype.startswith(("float", "bfloat")) or (self.fn.name, name) in self.seen_acc:
             return
         self.seen_acc.add((self.fn.name, name))

@@ -383,3 +383,21 @@ def test_kernel_defined_in_both_preprocessor_branches_is_flagged():
     f = parse_cuda(BRANCHES, "k.cu")
     (k,) = [i for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.kernel"]
     assert k.labels["definitions"] == "2" and "2 definitions" in k.title
+
+
+# `A += row * K;` on a `float *A` parameter moves a pointer; it accumulates nothing.
+POINTER_BUMP = """
+__global__ void gemm_rows(int K, float *A, const float *B, float *C) {
+    A += blockIdx.y * 64 * K;
+    float *out = C + blockIdx.x;
+    out += threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += A[k] * B[k];
+    *out = acc;
+}
+"""
+
+
+def test_pointer_arithmetic_is_not_an_accumulator():
+    f = parse_cuda(POINTER_BUMP, "k.cu")
+    assert [e.what for e in f.accumulators] == ["acc"]
