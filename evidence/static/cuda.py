@@ -378,6 +378,36 @@ class _Walker:
         elif re.search(r"thread_block\b|this_thread_block\(", text):
             self.groups[var] = "block"
 
+    _PTX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "tf32": "float32",
+                   "s32": "int32", "s8": "int8", "u8": "uint8", "e4m3": "float8_e4m3", "e5m2": "float8_e5m2"}
+
+    def on_gnu_asm_expression(self, n: ts.Node) -> bool:
+        """Inline PTX: tensor-core MMAs, barriers, shuffles, votes and atomics written as asm."""
+        if not self._device():
+            return False
+        text = "".join(self.text(c) for c in n.children if c.type in ("string_literal", "concatenated_string"))
+        where, line = self.fn.name if self.fn else "", n.start_point[0] + 1
+        for m in re.finditer(r"\b(w?mma\.sync|wgmma\.\w+|ldmatrix|bar\.sync|barrier\.sync|bar\.warp\.sync|membar|fence\.\w+|"
+                             r"shfl\.sync|vote\.sync|redux\.sync|atom\.\w+|red\.\w+)((?:\.\w+)*)", text):
+            op, suffix = m.group(1), m.group(2)
+            if op.startswith(("mma", "wmma", "wgmma", "ldmatrix")):
+                self.facts.tensor_core.append(Event("asm:" + op, where, line))
+                types = [self._PTX_DTYPES[t] for t in suffix.split(".") if t in self._PTX_DTYPES]
+                # mma.sync...dtype.atype.btype.ctype: D (the accumulator) first, A second.
+                if op in ("mma.sync", "wmma.mma.sync") and len(types) >= 2 and (where, "asm:mma") not in self.seen_acc:
+                    self.seen_acc.add((where, "asm:mma"))
+                    self.facts.accumulators.append(Event("mma.sync", where, line, labels={
+                        "accumulator_dtype": types[0], "op": "asm mma.sync", "input_dtype": types[1]}))
+            elif op.startswith(("bar", "barrier")):
+                self.facts.syncs.append(Event("asm:" + op, where, line, labels={"scope": "warp" if "warp" in op else "block"}))
+            elif op.startswith(("membar", "fence")):
+                self.facts.syncs.append(Event("asm:" + op, where, line, labels={"scope": "fence"}))
+            elif op.startswith(("shfl", "vote", "redux")):
+                self.facts.warp.append(Event("asm:" + op, where, line))
+            else:
+                self.facts.atomics.append(Event("asm:" + op, where, line))
+        return False
+
     def on_for_statement(self, n: ts.Node) -> None:
         self._loop(n)
 

@@ -401,3 +401,29 @@ __global__ void gemm_rows(int K, float *A, const float *B, float *C) {
 def test_pointer_arithmetic_is_not_an_accumulator():
     f = parse_cuda(POINTER_BUMP, "k.cu")
     assert [e.what for e in f.accumulators] == ["acc"]
+
+
+# Hand-tuned kernels (flash-attention style) issue tensor-core MMAs, barriers, shuffles and atomics
+# as inline PTX: the asm text is read for them, and an mma's accumulator/input types come from
+# its PTX type suffixes.
+INLINE_PTX = r"""
+__device__ void mma_bf16(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__global__ void attn(const unsigned* q, const unsigned* k, float* o) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_bf16(acc, q, k);
+    asm volatile("bar.sync 0;");
+    o[threadIdx.x] = acc[0];
+}
+"""
+
+
+def test_inline_ptx_mma_barrier_is_seen():
+    f = parse_cuda(INLINE_PTX, "k.cu")
+    assert [(e.what, e.function) for e in f.tensor_core] == [("asm:mma.sync", "mma_bf16")]
+    assert [(e.what, e.labels["scope"]) for e in f.syncs] == [("asm:bar.sync", "block")]
+    (acc,) = f.accumulators
+    assert (acc.function, acc.labels["accumulator_dtype"], acc.labels["input_dtype"]) == ("mma_bf16", "float32", "bfloat16")
