@@ -108,6 +108,7 @@ class _Walker:
         self.fn_text = ""  # source of the current function
         self.local_arrays: set[str] = set()  # register arrays declared in the current function
         self.pointers: set[str] = set()  # pointer variables of the current function
+        self.decl_depth: dict[str, int] = {}
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
@@ -183,6 +184,7 @@ class _Walker:
             name = f"{self.text(owner.child_by_field_name('name'))}::{name}"
         self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
         self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
+        self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for p in params.named_children if params is not None else ():
@@ -215,6 +217,7 @@ class _Walker:
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
                 if names:
                     self.types[names[-1]] = dtype or ""
+                    self.decl_depth[names[-1]] = self.depth
                     if d.type == "pointer_declarator" or (d.type == "init_declarator" and d.child_by_field_name(
                             "declarator") is not None and d.child_by_field_name("declarator").type == "pointer_declarator"):
                         self.pointers.add(names[-1])
@@ -494,6 +497,10 @@ class _Walker:
         reads_self = name in re.findall(r"[A-Za-z_]\w*", rtext)
         is_update = op in ("+=", "-=", "*=") or (op == "=" and reads_self and re.search(r"\b(fmaxf|fminf|max|min|fmax|fmin)\b|\+", rtext))
         if not is_update or (self.depth == 0 and op == "="):
+            return
+        if self.depth <= self.decl_depth.get(name, 0):
+            # Declared in the loop body it is updated in (or updated outside any loop): a
+            # per-iteration value such as AdamW's `param -= lr * ...`, not a loop-carried sum.
             return
         dtype = self.types.get(name, "")
         if name in self.pointers and not subscripted:

@@ -427,3 +427,24 @@ def test_inline_ptx_mma_barrier_is_seen():
     assert [(e.what, e.labels["scope"]) for e in f.syncs] == [("asm:bar.sync", "block")]
     (acc,) = f.accumulators
     assert (acc.function, acc.labels["accumulator_dtype"], acc.labels["input_dtype"]) == ("mma_bf16", "float32", "bfloat16")
+
+
+# An element-wise update of a variable declared inside the loop body (`float p = w[i]; p -= lr * g;`)
+# is not carried across iterations: it accumulates nothing. A sum declared before the loop does.
+PER_ITERATION = """
+__global__ void sgd(float* w, const float* g, float lr, int n) {
+    float total = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float p = w[i];
+        p -= lr * g[i];
+        w[i] = p;
+        total += g[i];
+    }
+    w[n + threadIdx.x] = total;
+}
+"""
+
+
+def test_per_iteration_update_is_not_an_accumulator():
+    f = parse_cuda(PER_ITERATION, "k.cu")
+    assert [e.what for e in f.accumulators] == ["total"]
