@@ -8,6 +8,7 @@ reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or execu
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,9 +21,10 @@ CTYPES = {
     "__half": "float16", "half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
     "float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32", "int8_t": "int8",
     "uint8_t": "uint8", "char": "int8", "short": "int16", "long": "int64", "__half2": "float16", "size_t": "uint64",
+    "uint": "uint32", "uint32_t": "uint32", "int32_t": "int32", "bool": "bool",
 }
 SIZEOF = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1,
-          "int16": 2, "int64": 8, "uint64": 8}
+          "int16": 2, "int64": 8, "uint64": 8, "bool": 1}
 SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__reduce_", "__match_")
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
@@ -69,18 +71,44 @@ class CudaFacts:
     accumulators: list[Event] = field(default_factory=list)
     loops: list[Event] = field(default_factory=list)
     other_idioms: list[Event] = field(default_factory=list)  # printf, grid sync, spin loops, malloc
+    calls: dict[str, set[str]] = field(default_factory=dict)  # function -> names it calls or launches
+    parse_errors: list[tuple[int, int]] = field(default_factory=list)  # line spans tree-sitter could not parse
 
     @property
     def kernels(self) -> list[CudaFunction]:
         return [f for f in self.functions if f.qualifier == "global"]
 
+    def reachable(self, roots: list[str]) -> set[str]:
+        """`roots` and the functions of this file they call, transitively (device helpers of a kernel)."""
+        defined = {f.name.split("<")[0] for f in self.functions}
+        # Using a struct (`Smem<T>()`, `Smem<T> s;`) reaches its member functions, named `Smem::...`.
+        members: dict[str, set[str]] = {}
+        for f in self.functions:
+            if "::" in f.name:
+                members.setdefault(f.name.split("::")[0].split("<")[0], set()).add(f.name)
+        seen, todo = set(), [r for r in roots if r in defined]
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                for c in (c.rsplit("::", 1)[-1] for c in self.calls.get(name, ())):
+                    todo.extend(m for m in ({c} & defined) | members.get(c, set()) if m not in seen)
+        return seen
+
 
 class _Walker:
     def __init__(self, src: bytes, file: str) -> None:
         self.src, self.facts = src, CudaFacts(file)
-        self.macros: dict[str, int] = {}
+        self.macros: dict[str, int | None] = {}
         self.types: dict[str, str] = {}  # variable -> dtype, in the current function
-        self.thread_vars: set[str] = set()
+        self.thread_vars: set[str] = set()  # variables derived from threadIdx (tid, lane, ...)
+        self.grid_vars: set[str] = set()  # variables derived from gridDim (grid-stride steps)
+        self.var_init: dict[str, str] = {}  # variable -> the expression it was declared with
+        self.groups: dict[str, str] = {}  # cooperative-groups variable -> grid | tile | block
+        self.fn_text = ""  # source of the current function
+        self.local_arrays: set[str] = set()  # register arrays declared in the current function
+        self.pointers: set[str] = set()  # pointer variables of the current function
+        self.decl_depth: dict[str, int] = {}
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
@@ -97,6 +125,8 @@ class _Walker:
             return int(m.group(1), 0) if m else None
         if t == "identifier":
             return self.macros.get(self.text(n))
+        if t == "sizeof_expression":
+            return _SIZEOF_RE(self.text(n))
         if t == "parenthesized_expression":
             return self.fold(n.named_children[0]) if n.named_children else None
         if t == "binary_expression":
@@ -127,10 +157,16 @@ class _Walker:
     def on_preproc_def(self, n: ts.Node) -> bool:
         name, arg = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is not None and arg is not None:
-            m = re.fullmatch(r"\s*\(?\s*(\d+)\s*\)?\s*", self.text(arg))
-            if m:
-                self.macros[self.text(name)] = int(m.group(1))
+            self._define(self.text(name), _eval_int(self.text(arg), self.macros))
         return False
+
+    def _define(self, name: str, value: int | None) -> None:
+        """Record a compile-time integer. A name defined twice with different values (the two
+        branches of an `#if`, which this reader does not evaluate) has no single value: it
+        folds to unknown rather than to whichever definition came last."""
+        if name in self.macros and self.macros[name] != value:
+            value = None
+        self.macros[name] = value
 
     def on_function_definition(self, n: ts.Node) -> None:
         decl = n.child_by_field_name("declarator")
@@ -138,7 +174,17 @@ class _Walker:
         qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         name = self.text(name_node) if name_node is not None else "?"
-        self.types, self.thread_vars = {}, set()
+        if decl is not None and decl.type == "operator_cast":  # `operator T *()` of a helper struct
+            name = " ".join(self.text(decl).split())
+        owner = n.parent
+        while owner is not None and owner.type not in ("struct_specifier", "class_specifier", "translation_unit"):
+            owner = owner.parent
+        if owner is not None and owner.type != "translation_unit" and owner.child_by_field_name("name") is not None:
+            # Member functions are named Struct::member so a kernel that uses the struct reaches them.
+            name = f"{self.text(owner.child_by_field_name('name'))}::{name}"
+        self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
+        self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
+        self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for p in params.named_children if params is not None else ():
@@ -147,25 +193,51 @@ class _Walker:
             pname = re.findall(r"[A-Za-z_]\w*", ptext)
             if pname:
                 self.types[pname[-1]] = dtype or ""
+                self._note_group(pname[-1], ptext)
+                if "*" in ptext or "[" in ptext:
+                    self.pointers.add(pname[-1])
             if "*" in ptext and dtype:
                 pointers.append(dtype)
                 if "const" in ptext.split("*")[0]:
                     inputs.append(dtype)
+        self.fn_text = self.text(n)
+        self.local_arrays = set()
         self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
         self.facts.functions.append(self.fn)
 
     def on_declaration(self, n: ts.Node) -> None:
         text = self.text(n)
+        if self.fn is None and re.match(r"\s*(static\s+)?(constexpr|const)\b", text):
+            for d in n.named_children:  # file-scope `constexpr int THREADS = 256;` folds like a macro
+                if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
+                    self._define(self.text(d.child_by_field_name("declarator")), self.fold(d.child_by_field_name("value")))
         dtype = _dtype_of(text.split("=")[0])
         for d in n.named_children:
             if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
                 if names:
                     self.types[names[-1]] = dtype or ""
-                    if d.type == "init_declarator" and (
-                            any(b in self.text(d) for b in ("threadIdx", "laneid"))
-                            or self.thread_vars & set(re.findall(r"[A-Za-z_]\w*", self.text(d).split("=", 1)[-1]))):
-                        self.thread_vars.add(names[-1])
+                    self.decl_depth[names[-1]] = self.depth
+                    if d.type == "pointer_declarator" or (d.type == "init_declarator" and d.child_by_field_name(
+                            "declarator") is not None and d.child_by_field_name("declarator").type == "pointer_declarator"):
+                        self.pointers.add(names[-1])
+                    self._note_group(names[-1], text.split("=")[0] + " " + self.text(d).split("=", 1)[-1])
+                    if d.type == "init_declarator":
+                        value = self.text(d).split("=", 1)[-1]
+                        self.var_init[names[-1]] = value
+                        used = set(_WORD.findall(value))
+                        if any(b in value for b in ("threadIdx", "laneid", "thread_rank()")) or self.thread_vars & used:
+                            self.thread_vars.add(names[-1])
+                        if "gridDim" in value or self.grid_vars & used:
+                            self.grid_vars.add(names[-1])
+        if self.fn is not None and not re.search(r"__shared__|\bextern\b|\bstatic\b|__constant__", text):
+            self.local_arrays.update(self.text(d.child_by_field_name("declarator")).split("[")[0].strip()
+                                     for d in n.named_children if d.type == "array_declarator"
+                                     and d.child_by_field_name("declarator") is not None)
+            self.local_arrays.update(self.text(d.child_by_field_name("declarator")).split("[")[0].strip()
+                                     for d in n.named_children if d.type == "init_declarator"
+                                     and d.child_by_field_name("declarator") is not None
+                                     and d.child_by_field_name("declarator").type == "array_declarator")
         if "__shared__" in text and self.fn is not None:
             arr = next((d for d in n.named_children if d.type == "array_declarator"), None)
             dims = []
@@ -196,25 +268,148 @@ class _Walker:
         name = self.text(fn_node) if fn_node is not None else ""
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
+        if self.fn is not None:
+            self.facts.calls.setdefault(self.fn.name.split("<")[0], set()).add(name.split("<")[0].strip())
         kcall = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
         if kcall is not None:
             args = [c for c in kcall.named_children]
             grid, block = (self.text(args[0]) if args else "?"), (self.text(args[1]) if len(args) > 1 else "?")
-            self.facts.launches.append(Event(name, where, line, labels={"grid": grid, "block": block,
-                                             "shared_bytes": self.text(args[2]) if len(args) > 2 else "0"},
+            # `kern<float, 256><<<g, b>>>` launches the template `kern`: the launch names the kernel
+            # without its template arguments (kept as a label) so it matches the definition.
+            kernel, _, targs = name.partition("<")
+            labels = {"grid": grid, "block": block, "shared_bytes": self.text(args[2]) if len(args) > 2 else "0"}
+            if targs:
+                labels["template_args"] = "<" + targs
+            self.facts.launches.append(Event(kernel.strip().rsplit("::", 1)[-1], where, line, labels=labels,
                                              value=self.fold(args[1]) if len(args) > 1 else None))
-        elif name.startswith(SYNC) or name.endswith(".sync") or name.endswith("grid_group::sync"):
-            target = self.facts.other_idioms if "grid" in name else self.facts.syncs
-            target.append(Event(name if "grid" not in name else "grid_sync", where, line))
+        elif (scope := self._sync_scope(n, name)) is not None:
+            if scope == "grid":
+                self.facts.other_idioms.append(Event("grid_sync", where, line))
+            else:
+                self.facts.syncs.append(Event(name, where, line, labels={"scope": scope}))
         elif name.startswith("atomic"):
             self.facts.atomics.append(Event(name, where, line))
-        elif name.startswith(WARP):
+        elif name.startswith(WARP) or self._cg_collective(name):
             self.facts.warp.append(Event(name, where, line))
         elif any(k in name for k in TENSOR_CORE):
             self.facts.tensor_core.append(Event(name, where, line))
+            if name.rsplit("::", 1)[-1] == "mma_sync":
+                self._mma_accumulator(n, line)
         elif name in ("printf", "malloc", "free", "cudaMalloc") or name.endswith("this_grid"):
             if self.fn is not None and self.fn.qualifier != "host":
                 self.facts.other_idioms.append(Event(name, where, line))
+
+    def _mma_accumulator(self, n: ts.Node, line: int) -> None:
+        """`mma_sync(d, a, b, c)` accumulates into the wmma accumulator fragment `d`: its element
+        type is the accumulation dtype and the matrix_a fragment's the input dtype. (Fragment
+        declarations are templates tree-sitter may misread, so they are found in the text.)"""
+        args = n.child_by_field_name("arguments")
+        names = [_WORD.match(self.text(a)) for a in (args.named_children if args is not None else ())]
+        if len(names) < 2 or not names[0] or not names[1] or self.fn is None:
+            return
+        acc, a = names[0].group(0), names[1].group(0)
+
+        def fragment_dtype(var: str, use: str) -> str | None:
+            # wmma::fragment<Use, m, n, k, T[, Layout]> var: T is the fifth template argument.
+            m = re.search(rf"fragment\s*<([^<>;{{}}]*)>\s*{re.escape(var)}\b", self.fn_text)
+            targs = [t.strip() for t in m.group(1).split(",")] if m else []
+            if len(targs) < 5 or not targs[0].endswith(use):
+                return None
+            return CTYPES.get(targs[4].rsplit("::", 1)[-1])
+
+        acc_dtype = fragment_dtype(acc, "accumulator")
+        if acc_dtype is None or (self.fn.name, acc) in self.seen_acc:
+            return
+        self.seen_acc.add((self.fn.name, acc))
+        labels = {"accumulator_dtype": acc_dtype, "op": "mma_sync"}
+        if (in_dtype := fragment_dtype(a, "matrix_a")) is not None:
+            labels["input_dtype"] = in_dtype
+        self.facts.accumulators.append(Event(acc, self.fn.name, line, labels=labels))
+
+    def _group_of(self, var: str) -> str:
+        """The cooperative-groups kind of a variable: grid, tile (a warp or sub-warp), block or ''."""
+        if var not in self.groups and self.fn_text and re.fullmatch(r"[A-Za-z_]\w*", var):
+            # tree-sitter reads `cg::thread_block_tile<32> t = cg::tiled_partition<32>(b);` as a
+            # comparison expression, not a declaration: find the declaration in the text instead.
+            v = re.escape(var)
+            m = re.search(rf"([\w:<>, ]+?)\s+{v}\s*=\s*([^;]*);", self.fn_text) or re.search(
+                rf"([\w:<>, ]*(?:grid_group|thread_block\w*|coalesced_group)[\w:<>, ]*)\s+{v}\b", self.fn_text)
+            if m:
+                self._note_group(var, " ".join(m.groups()))
+        return self.groups.get(var, "")
+
+    def _sync_scope(self, n: ts.Node, name: str) -> str | None:
+        """block | warp | fence | grid for a barrier/fence call, None for any other call.
+
+        Cooperative groups spell barriers `cg::sync(g)` and `g.sync()`; what they wait for depends
+        on the group: a thread_block is a block barrier like __syncthreads(), a tile a warp-level
+        sync, a grid_group a grid-wide barrier."""
+        if name.startswith("__threadfence"):
+            return "fence"
+        if name.startswith("__syncwarp"):
+            return "warp"
+        if name.startswith(SYNC):
+            return "block"
+        if name.rsplit("::", 1)[-1] == "sync" and "::" in name:  # cg::sync(g), cooperative_groups::sync(g)
+            args = n.child_by_field_name("arguments")
+            group = self.text(args.named_children[0]) if args is not None and args.named_children else ""
+        elif name.endswith(".sync"):  # g.sync()
+            group = name[:-len(".sync")]
+        else:
+            return None
+        kind = self._group_of(group) or ("grid" if "grid" in group.lower() else "block")
+        return {"tile": "warp"}.get(kind, kind)
+
+    def _cg_collective(self, name: str) -> bool:
+        """A cooperative-groups warp/tile collective: tile.shfl_*(), tile.ballot/any/all/match_*(),
+        cg::reduce / cg::inclusive_scan / cg::exclusive_scan."""
+        if re.fullmatch(r"(cg|cooperative_groups)::(reduce|inclusive_scan|exclusive_scan)", name):
+            return True
+        obj, _, member = name.rpartition(".")
+        if not obj:
+            return False
+        if member in ("shfl", "shfl_down", "shfl_up", "shfl_xor"):
+            return True
+        return member in ("ballot", "any", "all", "match_any", "match_all") and self._group_of(obj) == "tile"
+
+    def _note_group(self, var: str, text: str) -> None:
+        """Remember a cooperative-groups variable's kind from its declaration."""
+        if re.search(r"grid_group|this_grid\(", text):
+            self.groups[var] = "grid"
+        elif re.search(r"thread_block_tile|tiled_partition|coalesced_group|coalesced_threads\(", text):
+            self.groups[var] = "tile"
+        elif re.search(r"thread_block\b|this_thread_block\(", text):
+            self.groups[var] = "block"
+
+    _PTX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "tf32": "float32",
+                   "s32": "int32", "s8": "int8", "u8": "uint8", "e4m3": "float8_e4m3", "e5m2": "float8_e5m2"}
+
+    def on_gnu_asm_expression(self, n: ts.Node) -> bool:
+        """Inline PTX: tensor-core MMAs, barriers, shuffles, votes and atomics written as asm."""
+        if not self._device():
+            return False
+        text = "".join(self.text(c) for c in n.children if c.type in ("string_literal", "concatenated_string"))
+        where, line = self.fn.name if self.fn else "", n.start_point[0] + 1
+        for m in re.finditer(r"\b(w?mma\.sync|wgmma\.\w+|ldmatrix|bar\.sync|barrier\.sync|bar\.warp\.sync|membar|fence\.\w+|"
+                             r"shfl\.sync|vote\.sync|redux\.sync|atom\.\w+|red\.\w+)((?:\.\w+)*)", text):
+            op, suffix = m.group(1), m.group(2)
+            if op.startswith(("mma", "wmma", "wgmma", "ldmatrix")):
+                self.facts.tensor_core.append(Event("asm:" + op, where, line))
+                types = [self._PTX_DTYPES[t] for t in suffix.split(".") if t in self._PTX_DTYPES]
+                # mma.sync...dtype.atype.btype.ctype: D (the accumulator) first, A second.
+                if op in ("mma.sync", "wmma.mma.sync") and len(types) >= 2 and (where, "asm:mma") not in self.seen_acc:
+                    self.seen_acc.add((where, "asm:mma"))
+                    self.facts.accumulators.append(Event("mma.sync", where, line, labels={
+                        "accumulator_dtype": types[0], "op": "asm mma.sync", "input_dtype": types[1]}))
+            elif op.startswith(("bar", "barrier")):
+                self.facts.syncs.append(Event("asm:" + op, where, line, labels={"scope": "warp" if "warp" in op else "block"}))
+            elif op.startswith(("membar", "fence")):
+                self.facts.syncs.append(Event("asm:" + op, where, line, labels={"scope": "fence"}))
+            elif op.startswith(("shfl", "vote", "redux")):
+                self.facts.warp.append(Event("asm:" + op, where, line))
+            else:
+                self.facts.atomics.append(Event("asm:" + op, where, line))
+        return False
 
     def on_for_statement(self, n: ts.Node) -> None:
         self._loop(n)
@@ -225,30 +420,76 @@ class _Walker:
     def on_do_statement(self, n: ts.Node) -> None:
         self._loop(n)
 
+    def _device(self) -> bool:
+        """Inside a __global__/__device__ function. Host functions (launchers, CPU references, main)
+        are not the kernel: their loops and sums say nothing about how the GPU code is built."""
+        return self.fn is not None and self.fn.qualifier != "host"
+
     def _loop(self, n: ts.Node) -> None:
         self.depth += 1
-        header = self.text(n).split("{")[0].split("\n")[0]
-        words = set(re.findall(r"[A-Za-z_]\w*", header))
-        if "gridDim" in header:
-            pattern = "grid_stride"
-        elif ("blockDim" in header or "threadIdx" in header) or (self.thread_vars & words and "+=" in header):
-            pattern = "thread_stride"
-        elif ">>=" in header or "/= 2" in header or "*= 2" in header or "<<=" in header:
-            pattern = "tree_reduction"
-        elif n.type == "while_statement" and ("atomic" in header or "volatile" in header):
+        if not self._device():
+            return
+        cond = n.child_by_field_name("condition")
+        cond_text = self.text(cond) if cond is not None else ""
+        if n.type == "for_statement":
+            init_node, update_node = n.child_by_field_name("initializer"), n.child_by_field_name("update")
+            init, update = (self.text(init_node) if init_node is not None else ""), (
+                self.text(update_node) if update_node is not None else "")
+        else:
+            # A while/do loop steps its variable in the body: find the step of a variable of the
+            # condition, and the value that variable was declared with.
+            init, update = "", ""
+            cond_vars = set(_WORD.findall(cond_text))
+            body = n.child_by_field_name("body")
+            for a in _descendants(body, "assignment_expression") if body is not None else ():
+                left = a.child_by_field_name("left")
+                if left is not None and left.type == "identifier" and self.text(left) in cond_vars:
+                    update = self.text(a)
+                    break
+        var = _WORD.match(update.strip())
+        if not init and var:
+            init = self.var_init.get(var.group(0), "")
+        pattern = self._pattern(init, update)
+        if n.type == "while_statement" and not update and ("atomic" in cond_text or "volatile" in cond_text):
             pattern = "spin_wait"
             self.facts.other_idioms.append(Event("spin_wait", self.fn.name if self.fn else "", n.start_point[0] + 1))
-        else:
-            pattern = "serial"
         self.facts.loops.append(Event(n.type.split("_")[0], self.fn.name if self.fn else "", n.start_point[0] + 1,
                                       n.end_point[0] + 1, labels={"pattern": pattern}, value=float(self.depth)))
 
+    def _pattern(self, init: str, update: str) -> str:
+        """The loop's pattern from how its variable starts (`init`) and steps (`update`).
+
+        Builtins named elsewhere in the header decide nothing: `s = blockDim.x / 2; s > 0; s >>= 1`
+        is a tree reduction and `k = 0; k < blockDim.x; k += 32` a serial walk."""
+        words = set(_WORD.findall(update))
+        if re.search(r">>=|<<=|/=|\*=", update) or re.search(r"\b(\w+)\s*=\s*\1\s*(/|\*|>>|<<)", update):
+            return "tree_reduction"  # a geometric step: log2(n) rounds of a reduction or scan
+        if not re.search(r"\+=|-=|\+\+|--|=", update):
+            return "serial"
+        if "gridDim" in update or words & self.grid_vars:
+            return "grid_stride"
+        starts_at_thread = bool(re.search(r"threadIdx|thread_rank\(\)", init)) or bool(
+            self.thread_vars & set(_WORD.findall(init.split("=", 1)[-1])))
+        if ("+=" in update or "-=" in update) and (starts_at_thread or "blockDim" in update):
+            return "thread_stride"
+        return "serial"
+
     def on_assignment_expression(self, n: ts.Node) -> None:
-        if self.fn is None:
+        if not self._device():
             return
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         op_node = n.child_by_field_name("operator")
         op = self.text(op_node) if op_node is not None else "="
+        subscripted = left is not None and left.type == "subscript_expression"
+        if subscripted:
+            # A register tile (`float acc[4][4]` local to the function) accumulates element-wise;
+            # __shared__ arrays and pointers into global memory are not accumulators.
+            base = left
+            while base.type == "subscript_expression" and base.child_by_field_name("argument") is not None:
+                base = base.child_by_field_name("argument")
+            if base.type != "identifier" or self.text(base) not in self.local_arrays:
+                return
+            left = base
         if left is None or left.type != "identifier" or right is None:
             return
         name = self.text(left)
@@ -257,12 +498,88 @@ class _Walker:
         is_update = op in ("+=", "-=", "*=") or (op == "=" and reads_self and re.search(r"\b(fmaxf|fminf|max|min|fmax|fmin)\b|\+", rtext))
         if not is_update or (self.depth == 0 and op == "="):
             return
+        if self.depth <= self.decl_depth.get(name, 0):
+            # Declared in the loop body it is updated in (or updated outside any loop): a
+            # per-iteration value such as AdamW's `param -= lr * ...`, not a loop-carried sum.
+            return
         dtype = self.types.get(name, "")
+        if name in self.pointers and not subscripted:
+            return
         if not dtype.startswith(("float", "bfloat")) or (self.fn.name, name) in self.seen_acc:
             return
         self.seen_acc.add((self.fn.name, name))
         self.facts.accumulators.append(Event(name, self.fn.name, n.start_point[0] + 1,
                                              labels={"accumulator_dtype": dtype, "op": op}))
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _SIZEOF_RE(text: str) -> int | None:
+    """sizeof(<scalar type>) in bytes, None for anything else."""
+    m = re.fullmatch(r"sizeof\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\)", text.strip())
+    return SIZEOF.get(CTYPES.get(m.group(1), "")) if m else None
+
+
+def _eval_int(text: str, names: dict[str, int | None]) -> int | None:
+    """The integer value of a macro body such as `(WARP_SIZE * WARPS_PER_BLOCK)` or
+    `(CHUNK_K * K * sizeof(half))`; None when anything in it is not a known integer."""
+    text = re.sub(r"sizeof\s*\(\s*(?:const\s+)?[A-Za-z_]\w*\s*\)", lambda m: str(_SIZEOF_RE(m.group(0))), text)
+    text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", lambda m: str(int(m.group(1), 0)), text)
+    if not re.fullmatch(r"[\w\s+\-*/%()<>]*", text) or not text.strip():
+        return None
+    try:
+        tree = ast.parse(text.replace("/", "//"), mode="eval")
+    except SyntaxError:
+        return None
+
+    def ev(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return names.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = ev(node.operand)
+            return -v if v is not None else None
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            if a is None or b is None or a < 0 or b < 0:
+                return None
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: a // b if b else None, ast.Mod: lambda: a % b if b else None,
+                   ast.LShift: lambda: a << b if b < 64 else None, ast.RShift: lambda: a >> b}
+            f = ops.get(type(node.op))
+            return f() if f else None
+        return None
+
+    return ev(tree.body)
+
+
+def _descendants(n: ts.Node, type_: str):
+    """Nodes of one type under `n`, in source order."""
+    for c in n.children:
+        if c.type == type_:
+            yield c
+        yield from _descendants(c, type_)
+
+
+def _error_spans(root: ts.Node) -> list[tuple[int, int]]:
+    """1-based line spans of ERROR and MISSING nodes, merged when they touch."""
+    spans: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            spans.append((n.start_point[0] + 1, n.end_point[0] + 1))
+        elif n.has_error:
+            stack.extend(n.children)
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
 
 
 def _dtype_of(text: str) -> str | None:
@@ -278,10 +595,30 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     w = _Walker(src, file)
     w.walk(tree.root_node)
     facts = w.facts
-    inputs = next((k.input_dtypes for k in facts.kernels if k.input_dtypes), ())
-    in_dtype = inputs[0] if inputs else "unknown"
+    # Where the grammar gave up (a kernel defined through a macro, unbalanced braces, a truncated
+    # file), facts may be missing: the spans are kept so items and verdicts can say so.
+    if tree.root_node.has_error:
+        facts.parse_errors = _error_spans(tree.root_node)
+    # An accumulator's input dtype is its own function's (const pointer parameters, else the one
+    # dtype all its pointer parameters share: benchmark kernels take `float* inp`), else that of the
+    # kernels that reach the helper it sits in; never the first kernel of a file with several.
+    by_name = {fn.name: fn for fn in facts.functions}
+
+    def own(fn: CudaFunction | None) -> str | None:
+        if fn is None:
+            return None
+        if fn.input_dtypes:
+            return fn.input_dtypes[0]
+        return fn.pointer_dtypes[0] if len(set(fn.pointer_dtypes)) == 1 else None
+
     for acc in facts.accumulators:
-        acc.labels["input_dtype"] = in_dtype
+        if "input_dtype" in acc.labels:  # an mma_sync's matrix_a fragment type
+            continue
+        dtype = own(by_name.get(acc.function))
+        if dtype is None:
+            callers = {own(k) for k in facts.kernels if acc.function in facts.reachable([k.name])} - {None}
+            dtype = callers.pop() if len(callers) == 1 else None
+        acc.labels["input_dtype"] = dtype or "unknown"
     for k in facts.kernels:
         body = src.decode(errors="replace").splitlines()[k.start - 1:k.end]
         k.global_index = any(re.search(r"blockIdx\.\w\s*\*\s*blockDim\.\w|blockDim\.\w\s*\*\s*blockIdx\.\w", ln) for ln in body)
@@ -289,21 +626,26 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
 
 
 CUDA_KINDS = {
-    "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block when a launch is found; metrics: block_threads)",
+    "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block/line of its first launch when one is found, "
+                   "template launches included; metrics: launch_sites, block_threads when every launch agrees)",
     "cuda.shared_memory": "a __shared__ array (labels: name, dtype, dims, dynamic; metrics: bytes when constant)",
-    "cuda.sync": "barriers (__syncthreads, __syncwarp, ...) in one function (labels: primitive, lines; metrics: count)",
+    "cuda.sync": "barriers and fences (__syncthreads, cg::sync(g), g.sync(), __syncwarp, __threadfence) in one function "
+                 "(labels: primitive, scope = block|warp|fence, lines; metrics: count)",
     "cuda.atomic": "an atomic operation (labels: op, function)",
     "cuda.warp_primitive": "warp shuffles/votes in one function (labels: primitive, lines; metrics: count)",
     "cuda.tensor_core": "tensor-core (wmma/mma) calls in one function (labels: op, lines; metrics: count)",
-    "cuda.accumulator": "a variable accumulated in a loop (labels: name, input_dtype, accumulator_dtype, function)",
+    "cuda.accumulator": "a variable accumulated in a loop, or a wmma accumulator fragment fed by mma_sync "
+                        "(labels: name, input_dtype, accumulator_dtype, op, function)",
     "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|serial|spin_wait; metrics: depth)",
+    "cuda.parse_error": "lines tree-sitter could not parse (macro-generated code, unbalanced braces, a truncated file): "
+                        "facts there may be missing (labels: lines)",
     "cuda.thread_indexing": "threadIdx/blockIdx use in a kernel (labels: pattern, builtins; metrics: uses per builtin)",
 }
 
 
 def cuda_items(facts: CudaFacts, analyzer: str) -> list:
     """Evidence items for the CUDA facts (imported lazily to keep this module tree-sitter-only)."""
-    from evidence.model import EvidenceItem, Location, make_id
+    from evidence.model import EvidenceItem, Location, Severity, make_id
 
     f = facts.file
 
@@ -312,18 +654,36 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
                             location=Location(file=f, start_line=line, end_line=end or line), **kw)
 
     items = []
+    definitions = Counter(k.name for k in facts.kernels)
+    if facts.parse_errors:
+        spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in facts.parse_errors)
+        items.append(item("cuda.parse_error", spans, f"CUDA source did not parse at lines {spans}: facts there may "
+                          "be missing", facts.parse_errors[0][0], facts.parse_errors[-1][1],
+                          severity=Severity.low, labels={"lines": spans},
+                          metrics={"error_spans": float(len(facts.parse_errors))}))
+    done: set[str] = set()
     for k in facts.kernels:
-        launch = next((e for e in facts.launches if e.what == k.name), None)
+        if k.name in done:
+            continue
+        done.add(k.name)
+        sites = [e for e in facts.launches if e.what == k.name]
+        launch = sites[0] if sites else None
         labels = {"name": k.name, "inputs": ",".join(k.input_dtypes)}
         metrics = {}
         if launch is not None:
             labels.update({"grid": launch.labels["grid"], "block": launch.labels["block"], "launch_line": str(launch.line)})
-            if launch.value is not None:
+            metrics["launch_sites"] = float(len(sites))  # the labels show the first; others may differ
+            if launch.value is not None and all(e.value == launch.value for e in sites):
                 metrics["block_threads"] = float(launch.value)
-        items.append(item("cuda.kernel", k.name, f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>"
-                          if launch else ""), k.start, k.end, labels=labels, metrics=metrics))
-        pattern = "global_index" if k.global_index else (
-            "grid_stride" if any(e.labels["pattern"] == "grid_stride" for e in facts.loops if e.function == k.name)
+        title = f"__global__ {k.name}" + (f" <<<{labels['grid']}, {labels['block']}>>>" if launch else "")
+        if definitions[k.name] > 1:
+            # Defined in several #if/#else branches, which are not evaluated: every body's facts are kept.
+            labels["definitions"] = str(definitions[k.name])
+            title += f" ({definitions[k.name]} definitions, e.g. #if branches; facts from all of them)"
+        items.append(item("cuda.kernel", k.name, title, k.start, k.end, labels=labels, metrics=metrics))
+        # A grid-stride loop starts at blockIdx * blockDim + threadIdx too: the loop decides.
+        pattern = "grid_stride" if any(e.labels["pattern"] == "grid_stride" for e in facts.loops if e.function == k.name) else (
+            "global_index" if k.global_index
             else "block_per_tile_thread_stride" if any(b.startswith("threadIdx") for b in k.builtins) else "none")
         items.append(item("cuda.thread_indexing", k.name, f"{k.name}: {sum(k.builtins.values())} threadIdx/blockIdx/"
                           f"blockDim uses ({pattern})", k.start, k.end,
@@ -334,12 +694,15 @@ def cuda_items(facts: CudaFacts, analyzer: str) -> list:
                           e.line, labels={"name": e.what, **e.labels, "function": e.function},
                           metrics={"bytes": float(e.value)} if e.value is not None else {}))
     for kind, events in (("cuda.sync", facts.syncs), ("cuda.warp_primitive", facts.warp), ("cuda.tensor_core", facts.tensor_core)):
-        groups: dict[tuple[str, str], list[int]] = {}
+        groups: dict[tuple[str, str, str], list[int]] = {}
         for e in events:
-            groups.setdefault((e.function, e.what), []).append(e.line)
-        for (fn, what), lines in sorted(groups.items()):
-            items.append(item(kind, f"{fn}:{what}", f"{what} x{len(lines)} in {fn}", min(lines), max(lines),
-                              labels={"primitive": what, "function": fn, "lines": ",".join(map(str, lines))},
+            groups.setdefault((e.function, e.what, e.labels.get("scope", "")), []).append(e.line)
+        for (fn, what, scope), lines in sorted(groups.items()):
+            # A barrier's scope (block | warp | fence) is part of the fact: cg::sync(tile) is not cg::sync(block).
+            key, extra = (f"{fn}:{what}:{scope}", {"scope": scope}) if scope else (f"{fn}:{what}", {})
+            items.append(item(kind, key, f"{what} x{len(lines)} in {fn}" + (f" ({scope})" if scope else ""),
+                              min(lines), max(lines),
+                              labels={"primitive": what, "function": fn, "lines": ",".join(map(str, lines)), **extra},
                               metrics={"count": float(len(lines))}))
     for e in facts.atomics:
         items.append(item("cuda.atomic", e.what, f"{e.what} in {e.function}", e.line, labels={"op": e.what, "function": e.function}))

@@ -10,7 +10,8 @@ tiles, replay the CUDA thread structure and are a surface port.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.static.cuda import CudaFacts
@@ -21,11 +22,15 @@ MIGRATION_KINDS = {
     "migration.accumulation": "accumulation dtype, CUDA vs NKI (labels: verdict = preserved|narrowed|unknown, cuda, nki)",
     "migration.tiling": "CUDA shared-memory/thread-block tiling vs NKI SBUF tiling (labels: verdict = "
                         "restructured|surface|missing, cuda, nki)",
-    "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed, cuda, nki)",
+    "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed|unknown, cuda, nki)",
     "migration.thread_indexing": "CUDA thread indexing vs NKI tiles (labels: verdict = tile_level|thread_emulation, cuda, nki)",
     "migration.idioms": "CUDA idioms without an NKI equivalent and how the port handled them (labels: verdict = "
-                        "handled|unhandled|none, cuda, nki, idiom:<name>)",
+                        "handled|unhandled|none|unknown, cuda, nki, idiom:<name>)",
 }
+# Every migration item also carries `cuda_scope`: the CUDA functions compared (the manifest's
+# cuda_entry kernel and the device functions it calls; every kernel of the file without an entry).
+# When the CUDA source did not fully parse, not_needed/none become unknown (nothing found is no
+# evidence of absence) and the CUDA summary names the unparsed lines.
 _SEVERITY = {
     "preserved": Severity.info, "restructured": Severity.info, "replaced": Severity.info, "not_needed": Severity.info,
     "tile_level": Severity.info, "handled": Severity.info, "none": Severity.info, "unknown": Severity.low,
@@ -98,6 +103,17 @@ def _emulation(f) -> str:
     return "per-element/per-row loop on 1-partition tiles"
 
 
+_MATH = re.compile(r"(?:__\w+|atomic\w+|cuda\w+|printf|assert|min|max|abs|(?:f|h)?(?:sqrt|rsqrt|cbrt|exp|exp2|exp10|expm1|log|"
+                   r"log2|log10|log1p|pow|max|min|abs|tanh|sinh|cosh|erf|erfc|sin|cos|tan|floor|ceil|round|rint|trunc|"
+                   r"fma|fmod|div|rcp|isnan|isinf|signbit|copysign)f?|\w+_cast|sizeof|make_\w+)")
+
+
+def _builtin_call(name: str) -> bool:
+    """CUDA/C builtins, math functions, casts and member calls: not helpers whose body matters."""
+    # Qualified names (cg::sync, wmma::mma_sync, std::max) are library calls.
+    return "." in name or "->" in name or not re.fullmatch(r"[A-Za-z_]\w*", name) or bool(_MATH.fullmatch(name))
+
+
 def _width(dtype: str) -> int:
     return ITEMSIZE.get(dtype, 4) * (2 if dtype in ("float32", "float64") else 1)
 
@@ -106,17 +122,39 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     """One item per aspect. `cuda_entry` (the manifest's) narrows the CUDA side to that kernel."""
     nki = nki_side(a)
     kernels = [k for k in cuda.kernels if cuda_entry is None or k.name == cuda_entry] or cuda.kernels
+    # The CUDA side is the entry kernel(s) and the device functions they call: a file that also
+    # holds a backward kernel, older kernel versions or a CPU reference says nothing about the
+    # kernel that was ported (their atomics, shared arrays and launches are not the port's).
+    scope = cuda.reachable([k.name for k in kernels])
+    names = {k.name for k in kernels}
+    cuda = replace(cuda, **{f: [e for e in getattr(cuda, f) if e.function in scope] for f in (
+        "shared", "syncs", "atomics", "warp", "tensor_core", "accumulators", "loops", "other_idioms")},
+        launches=[e for e in cuda.launches if e.what in names])
+    cuda_scope = ",".join(sorted(scope))
+    # Helpers the compared kernels call but this file does not define (a common.h warpReduceSum):
+    # their barriers, shuffles and atomics are invisible here, so the summary names them.
+    defined = {f.name.split("<")[0] for f in cuda.functions} | {f.name.split("::")[0] for f in cuda.functions}
+    external = sorted({c for fn in scope for c in cuda.calls.get(fn, ()) if c not in defined and not _builtin_call(c)})
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
+
+    # Where the CUDA source did not fully parse, the absence of atomics, idioms or accumulators
+    # is no evidence: those verdicts become unknown, with the reason in the CUDA summary.
+    unparsed = ", ".join(f"{a}-{b}" for a, b in cuda.parse_errors)
 
     def emit(aspect: str, verdict: str, cuda_text: str, nki_text: str, title: str,
              extra: dict[str, str] | None = None, metrics: dict[str, float] | None = None) -> None:
         kind = "migration." + aspect
+        if unparsed and verdict in ("not_needed", "none"):
+            verdict = "unknown"
+        if unparsed:
+            cuda_text += f" (the CUDA source did not fully parse: lines {unparsed})"
         out.append(EvidenceItem(
             id=make_id(kind, a.file), kind=kind, analyzer=analyzer, severity=_SEVERITY[verdict],
             title=f"{aspect.replace('_', ' ')}: {verdict} ({title})", location=loc,
             detail=f"CUDA ({cuda.file}): {cuda_text}. NKI ({a.file}): {nki_text}.",
-            labels={"verdict": verdict, "cuda": cuda_text, "nki": nki_text, "cuda_file": cuda.file, **(extra or {})},
+            labels={"verdict": verdict, "cuda": cuda_text, "nki": nki_text, "cuda_file": cuda.file,
+                    "cuda_scope": cuda_scope, **(extra or {})},
             metrics=metrics or {},
         ))
 
@@ -143,8 +181,14 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     emit("thread_indexing", "thread_emulation" if emulated else "tile_level", cuda_idx, nki_idx, "threads vs tiles",
          metrics={"thread_emulation_loops": float(nki.thread_emulation), "max_tile_partitions": float(nki.tile_partitions)})
     smem = sum(e.value or 0 for e in cuda.shared)
-    cuda_tile = (f"{len(cuda.shared)} __shared__ array(s), {int(smem)} B; block of "
-                 f"{next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
+    # Dynamic (`extern __shared__`) arrays all alias one region sized at launch: one mention, with
+    # the launch's size expression, not one array per declaration.
+    static = [e for e in cuda.shared if e.labels.get("dynamic") != "true"]
+    dynamic = len(static) < len(cuda.shared)
+    sizes = sorted({e.labels.get("shared_bytes", "0") for e in cuda.launches} - {"0"})
+    cuda_tile = (f"{len(static)} {'static ' if dynamic else ''}__shared__ array(s), {int(smem)} B"
+                 + (f", dynamic shared memory (launch size: {', '.join(sizes) or '?'})" if dynamic else "")
+                 + f"; block of {next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
     if nki.n_loads == 0:
         verdict = "missing"
     elif emulated or nki.tile_partitions <= 1:
@@ -171,17 +215,20 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     idioms: dict[str, bool] = {}
     if cuda.warp:
         idioms["warp_shuffle"] = bool(nki.reductions) and not threads
-    if cuda.syncs:
-        idioms["block_barrier"] = not threads
+    for scope, idiom in (("block", "block_barrier"), ("warp", "warp_sync"), ("fence", "memory_fence")):
+        if any(e.labels.get("scope", "block") == scope for e in cuda.syncs):
+            idioms[idiom] = not threads
     for e in cuda.other_idioms:
         idioms[e.what] = e.what == "printf" or not threads
     if any(e.what in ("atomicCAS", "atomicMin", "atomicMax", "atomicExch") for e in cuda.atomics):
         idioms["atomic_cas_minmax"] = bool(nki.reductions) and not threads
     verdict = "none" if not idioms else ("handled" if all(idioms.values()) else "unhandled")
-    cuda_id = ", ".join(sorted(idioms)) or "none"
+    cuda_id = (", ".join(sorted(idioms)) or "none") + (
+        f"; calls not defined in {cuda.file}: {', '.join(external)}" if external else "")
     nki_id = (f"reductions: {', '.join(sorted(set(nki.reductions)))}" if nki.reductions else "no NKI reductions") + (
         "; CUDA thread structure replayed per element" if threads else
         "; one SPMD instance per CUDA block/row" if emulated else "")
     emit("idioms", verdict, cuda_id, nki_id, "CUDA-only idioms",
-         extra={f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())})
+         extra={**{f"idiom:{k}": ("handled" if v else "unhandled") for k, v in sorted(idioms.items())},
+                **({"cuda_external_calls": ",".join(external)} if external else {})})
     return out
