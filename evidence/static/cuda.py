@@ -526,11 +526,11 @@ def _eval_int(text: str, names: dict[str, int | None]) -> int | None:
     `(CHUNK_K * K * sizeof(half))`; None when anything in it is not a known integer."""
     text = re.sub(r"sizeof\s*\(\s*(?:const\s+)?[A-Za-z_]\w*\s*\)", lambda m: str(_SIZEOF_RE(m.group(0))), text)
     text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", lambda m: str(int(m.group(1), 0)), text)
-    if not re.fullmatch(r"[\w\s+\-*/%()<>]*", text) or not text.strip():
-        return None
+    if not re.fullmatch(r"[\w\s+\-*/%()<>]*", text) or not text.strip() or len(text) > 1000:
+        return None  # (a size expression is short: a long one is not folded, nor parsed into a deep tree)
     try:
         tree = ast.parse(text.replace("/", "//"), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, RecursionError):
         return None
 
     def ev(node: ast.AST) -> int | None:
@@ -549,10 +549,16 @@ def _eval_int(text: str, names: dict[str, int | None]) -> int | None:
                    ast.FloorDiv: lambda: a // b if b else None, ast.Mod: lambda: a % b if b else None,
                    ast.LShift: lambda: a << b if b < 64 else None, ast.RShift: lambda: a >> b}
             f = ops.get(type(node.op))
-            return f() if f else None
+            v = f() if f else None
+            # a macro chain squaring itself (`#define B (A*A)`, ...) would grow without bound: submitted
+            # text is untrusted, and no real size needs more than 64 bits
+            return v if v is None or v.bit_length() <= 64 else None
         return None
 
-    return ev(tree.body)
+    try:
+        return ev(tree.body)
+    except RecursionError:  # thousands of nested parentheses: not a size anyone folds
+        return None
 
 
 def _descendants(n: ts.Node, type_: str):

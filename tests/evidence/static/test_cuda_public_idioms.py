@@ -448,3 +448,15 @@ __global__ void sgd(float* w, const float* g, float lr, int n) {
 def test_per_iteration_update_is_not_an_accumulator():
     f = parse_cuda(PER_ITERATION, "k.cu")
     assert [e.what for e in f.accumulators] == ["total"]
+
+
+def test_macro_sizes_that_grow_past_64_bits_or_nest_too_deep_are_unknown_not_folded():
+    # submitted text is untrusted: a macro chain squaring itself must not be folded into an unbounded
+    # integer (each step doubles its digits), and deep nesting must not escape the reader
+    chain = "#define A0 (1<<62)\n" + "".join(f"#define A{i} (A{i - 1}*A{i - 1})\n" for i in range(1, 13))
+    deep = "#define D " + "+".join(["1"] * 20000) + "\n"  # too deep a tree for Python's parser
+    src = chain + deep + "#define OK (4*32)\n__global__ void k(float* x) {\n" \
+        "  __shared__ float s[A12];\n  __shared__ float d[D];\n  __shared__ float t[OK];\n  x[0] = s[0] + d[0] + t[0];\n}\n"
+    f = parse_cuda(src, "k.cu")
+    dims = {e.what: e.labels["dims"] for e in f.shared}
+    assert dims == {"s": "?", "d": "?", "t": "128"}
