@@ -266,18 +266,22 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     parts = c.partitions or (shape[0] if shape else (c.ins[0].partitions if c.ins else 1))
     if c.mask is not None and shape:
         # Masked-out elements are neither computed nor moved (REFERENCE §3.2 "Masks": the compiler shrinks
-        # the instruction): a ragged last tile counts the bytes, elements and partitions its mask keeps,
-        # not the whole tile's (the traffic, DMA sizes and engine fill facts, and the cost model, read these)
+        # the instruction): a ragged last tile moves and touches only the bytes its mask keeps (the traffic,
+        # roofline and DMA-size facts read these). A masked DMA also counts the elements and partitions it
+        # moves (bytes per partition decide "small transfer"); a compute instruction keeps its tile's, the
+        # tiling the kernel chose: engine fill judges that choice, and a task of 16 rows masked from a
+        # 128-row tile must not read as a kernel computing on 16 partitions
         kept = _mask_extent(c.mask, shape)
         if kept is not None:
             on, on_parts = kept
             frac = on / max(size, 1)
             reads = [int(round(r * frac)) for r in reads]
             writes = [int(round(w * frac)) for w in writes]
-            if not c.elements:
-                elements = on
-            if not c.partitions:
-                parts = on_parts
+            if c.engine == "dma":
+                if not c.elements:
+                    elements = on
+                if not c.partitions:
+                    parts = on_parts
     c.elements, c.partitions = elements, parts
     dt = c.dtype if c.dtype is not None else (out.dtype if out is not None else None)
     cycles = op.cost(st, c) if op.cost is not None else 0.0
