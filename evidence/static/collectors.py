@@ -8,11 +8,12 @@ from functools import lru_cache
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem
-from evidence.static.cuda import CUDA_KINDS, cuda_items, parse_cuda
-from evidence.static.migration import MIGRATION_KINDS, migration_items
+from evidence.static.cuda import parse_cuda
+from evidence.static.cuda_items import CUDA_KINDS, cuda_items
 from evidence.static.engine import Analysis, analyze
 from evidence.static.facts import FACT_KINDS, fact_items, finding_items, rule_kinds
 from evidence.static.framework import load_rules
+from evidence.static.migration import MIGRATION_KINDS, migration_items
 from evidence.static.model import InputBinding
 from evidence.static.practices import PRACTICE_KINDS, practice_items
 from evidence.static.task_shapes import any_size_dims

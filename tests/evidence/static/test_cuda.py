@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence.static.cuda import cuda_items, parse_cuda
+from evidence.static.cuda import parse_cuda
+from evidence.static.cuda_items import cuda_items
 
 CORPUS_CU = Path(__file__).resolve().parents[2] / "corpus" / "cuda" / "softmax_rows.cu"
 

@@ -4,7 +4,8 @@ test; each pins one fact that was wrong on real public code."""
 
 from __future__ import annotations
 
-from evidence.static.cuda import cuda_items, parse_cuda
+from evidence.static.cuda import parse_cuda
+from evidence.static.cuda_items import cuda_items
 
 # A CPU reference next to the kernel, as benchmark files keep it: its loops and sums are host code,
 # not the kernel's structure or its accumulation dtype.
