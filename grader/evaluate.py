@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evidence.gather import gather
 from evidence.model import EvidenceBundle
 from evidence.submission import Submission
 from grader import sandbox
 from grader.draft import Draft
 from grader.drafting import Drafter, make_drafter
+from grader.evidence_cache import gather_cached
 from grader.rubric import Rubric, load_rubric
 from grader.settings import Settings
 from grader.submission import Limits, load_submission
@@ -42,7 +42,7 @@ def evaluate(
     settings = settings or Settings.load()
     sub = as_submission(submission, settings)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric or settings.rubric, settings.rubric_dirs())
-    bundle = bundle or gather(sub, options=settings.collector_options())
+    bundle = bundle or gather_cached(sub, settings.collector_options(), settings.evidence_store())
     draft = (drafter or make_drafter(settings)).draft(sub, bundle, rub)
     draft = draft.model_copy(update={"record": draft.record.model_copy(update={"sandbox": sandbox.record(settings)})})
     if store is None:

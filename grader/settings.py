@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     allowed_models: str = ""
     cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("nki-grader")))
     use_cache: bool = True
+    # Evidence bundles reused for identical submissions, options and evidence code (grader.evidence_cache),
+    # under cache_dir/evidence; at most evidence_cache_entries files, the least recently used go first.
+    evidence_cache: bool = True
+    evidence_cache_entries: int = Field(default=2000, ge=1)
     llm_mode: LLMMode = LLMMode.tools
     api_key: str | None = None  # otherwise the provider's usual variable (OPENAI_API_KEY, ...)
     max_prompt_tokens: int = Field(default=6000, ge=500)
@@ -92,6 +96,11 @@ class Settings(BaseSettings):
     sandbox_bwrap: str = "bwrap"
     sandbox_pids_cgroup: str | None = None  # where per-child pids cgroups go when running as root
     import_policy: bool = True  # off: no static gate and no run-time blocking (the sandbox alone holds)
+
+    def evidence_store(self):  # type: ignore[no-untyped-def] - grader.evidence_cache.EvidenceCache | None
+        from grader.evidence_cache import EvidenceCache
+
+        return EvidenceCache(self.cache_dir / "evidence", self.evidence_cache_entries) if self.evidence_cache else None
 
     def sandbox_config(self) -> SandboxConfig:
         return SandboxConfig(mode=self.sandbox, bwrap=self.sandbox_bwrap, pids_cgroup=self.sandbox_pids_cgroup,

@@ -15,9 +15,11 @@ EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "submission.to
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_data_dir(tmp_path_factory):
-    """Calibration runs and audits go to a throw-away data directory, never the user's."""
+    """Calibration runs and audits go to a throw-away data directory, never the user's, and so do the
+    caches (model replies, evidence bundles): shared by the tests of one session, gone after it."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADER_DATA_DIR", str(tmp_path_factory.mktemp("grader-data")))
+        mp.setenv("GRADER_CACHE_DIR", str(tmp_path_factory.mktemp("grader-cache")))
         yield
 
 

@@ -12,6 +12,7 @@ import itertools
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from evidence.paths import safe_relpath
@@ -22,6 +23,25 @@ from evidence.sandbox.outcome import ChildOutcome, read_outcome
 from evidence.sandbox.protocol import ChildJob
 
 _counter = itertools.count(1)
+# Outcomes that depend on the host as much as on the submission (load, memory, a killed child).
+# Counted so that callers caching evidence can tell that a gather saw one (grader.evidence_cache).
+HOST_DEPENDENT_CODES = frozenset({"timeout", "memory_limit", "cpu_limit", "crashed"})
+_host_dependent = 0
+_host_lock = threading.Lock()
+
+
+def host_dependent_runs() -> int:
+    """How many runs in this process so far ended in one of HOST_DEPENDENT_CODES."""
+    return _host_dependent
+
+
+def _note(outcome: ChildOutcome) -> ChildOutcome:
+    global _host_dependent
+    error = outcome.result.error
+    if error is not None and error.code in HOST_DEPENDENT_CODES:
+        with _host_lock:
+            _host_dependent += 1
+    return outcome
 
 
 def write_job(job_dir: Path, job: ChildJob, files: dict[str, str]) -> None:
@@ -46,6 +66,6 @@ def run_job(job: ChildJob, files: dict[str, str], config: SandboxConfig, status:
         job_id = f"{label or job.role}-{os.getpid()}-{next(_counter)}"
         run = launcher.run(job_dir, config, status, job.timeout_s, job_id)
         src = f"{JOB}/src/" if config.mode is SandboxMode.bwrap else f"{job_dir}/src/"
-        return read_outcome(job, job_dir, run, src)
+        return _note(read_outcome(job, job_dir, run, src))
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)

@@ -121,7 +121,8 @@ def run_batch(mode: str, tmp: Path) -> Batch:
     before = {k: _digest_tree(p) if p.is_dir() else _digest_file(p) for k, p in watched.items()}
     batch = Batch(mode, values, (token_env, token_key, token_file))
     settings = Settings(data_dir=tmp / "data", auth="off", sim_timeout_s=TIMEOUT_S, sim_reference_timeout_s=TIMEOUT_S,
-                        sim_memory_mb=1024, sim_workers=4, import_policy=(mode == "policy"), job_lease_s=120)
+                        sim_memory_mb=1024, sim_workers=4, import_policy=(mode == "policy"), job_lease_s=120,
+                        evidence_cache=False)  # every case and the clean one really run
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADER_TEST_SECRET", f"env-secret-{token_env}")
         mp.setenv("OPENAI_API_KEY", f"sk-{token_key}")

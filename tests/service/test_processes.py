@@ -29,7 +29,8 @@ class Server:
     def __init__(self, db_url: str, data_dir: Path, workers: int) -> None:
         self.port = _free_port()
         env = {**os.environ, "GRADER_DATABASE_URL": db_url, "GRADER_DATA_DIR": str(data_dir), "GRADER_AUTH": "on",
-               "GRADER_JOB_LEASE_S": "3", "GRADER_SHUTDOWN_GRACE_S": "20", "GRADER_DRAFTER": "rules"}
+               "GRADER_JOB_LEASE_S": "3", "GRADER_SHUTDOWN_GRACE_S": "20", "GRADER_DRAFTER": "rules",
+               "GRADER_EVIDENCE_CACHE": "0"}  # jobs do their real work, so there is a job to kill mid-way
         self.log = open(data_dir / f"serve-{self.port}.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--port", str(self.port),
                                       "--workers", str(workers)], env=env, stdout=self.log, stderr=subprocess.STDOUT)
