@@ -44,6 +44,7 @@ NUMERICS_KINDS = {
                         "(defect, with the spatial pattern of the mismatches), or cannot tell",
     "numerics.growth": "how the output's error grows between two problem sizes (reduction lengths K)",
 }
+_LIMITS = frozenset({"timeout", "cpu_limit", "memory_limit"})  # limits a trial at the same size would hit again
 _STRUCTURED = ("last_partial_tile", "partition_band", "every_kth_row", "spmd_instance", "one_tile", "column_band")
 
 
@@ -82,14 +83,22 @@ class NumericsCollector(Collector):
                 {**d, "shape": list(spec.shapes.get(d["name"], d["shape"]))} for d in specs]})
         return trials[: self.max_trials]
 
-    def run_trial(self, runs: ChildRuns, trial: dict, references: dict) -> tuple[ChildOutcome, ChildOutcome | None]:
+    def run_trial(self, runs: ChildRuns, trial: dict, references: dict,
+                  stop: threading.Event | None = None) -> tuple[ChildOutcome, ChildOutcome | None] | None:
         """The kernel, then the reference with its error-model variants (the device variant needs the
         kernel's dtypes), each in its own sandboxed child. Trials on the same inputs and device dtype
-        (the order trial and seed 1) share one reference run."""
+        (the order trial and seed 1) share one reference run.
+
+        A kernel or reference at the first size that hits its time, CPU or memory limit sets `stop`:
+        the trials not yet started would hit it too (a hanging kernel would otherwise hold a worker for
+        every trial's timeout), and are skipped (None)."""
+        if stop is not None and stop.is_set():
+            return None
         inputs = tuple(InputSpec.model_validate(d) for d in trial["inputs"])
         kernel_job, ref_job = runs.jobs(seed=trial["seed"], inputs=inputs)
         kernel = runs.run(kernel_job.model_copy(update={"affine_order": trial.get("affine_order", "program")}),
                           "numerics")
+        self._note_limit(kernel, trial, stop)
         if kernel.result.status != "ok" or ref_job is None:
             return kernel, None
         floats = [s.dtype for s in inputs if s.is_tensor]
@@ -106,7 +115,15 @@ class NumericsCollector(Collector):
                 future.set_result(runs.run(job, "numerics"))
             except BaseException as exc:
                 future.set_exception(exc)
-        return kernel, future.result()
+        reference = future.result()
+        self._note_limit(reference, trial, stop)
+        return kernel, reference
+
+    @staticmethod
+    def _note_limit(outcome: ChildOutcome, trial: dict, stop: threading.Event | None) -> None:
+        error = outcome.result.error
+        if stop is not None and error is not None and error.code in _LIMITS and not trial.get("second_size"):
+            stop.set()
 
     # --- evidence ----------------------------------------------------------------------------
     def collect(self, submission: Submission) -> list[EvidenceItem]:
@@ -130,8 +147,12 @@ class NumericsCollector(Collector):
         plan = self.plan(submission)
         references: dict = {}
         with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:  # children, not Python work, in parallel
-            done = list(pool.map(lambda t: self.run_trial(runs, t, references), plan))
-        for trial, (kernel, reference) in zip(plan, done):
+            stop = threading.Event()
+            done = list(pool.map(lambda t: self.run_trial(runs, t, references, stop), plan))
+        for trial, ran in zip(plan, done):
+            if ran is None:
+                continue  # skipped after a limit (run_trial)
+            kernel, reference = ran
             entry_line = entry_line or kernel.result.entry_line
             if kernel.result.status != "ok" or reference is None or reference.result.status != "ok":
                 continue  # the simulator collector reports errors of the seed-0 run

@@ -289,3 +289,28 @@ def test_a_reference_rounding_its_own_result_leaves_one_output_rounding_in_the_b
     assert v.metrics["e_device"] == pytest.approx(2.0 ** -11)
     assert "The reference returns float16 itself" in v.detail
     assert 1e-4 < v.metrics["rel_l2"] < v.metrics["bound"]
+
+
+def test_a_kernel_that_hangs_costs_one_round_of_trials_not_every_trial(monkeypatch):
+    """After a kernel hits its time limit, the trials not yet started are skipped: each would wait for
+    the same timeout (120 s by default) while holding a worker."""
+    from evidence.nki.child_runs import ChildRuns
+
+    data = {"task": {"id": "hangs", "title": "hangs"}, "kernel": {"file": "kernel.py", "entry": "kernel"},
+            "reference": {"file": "reference.py", "entry": "ref"},
+            "inputs": [{"name": "a", "shape": [128, 64], "dtype": "float32"}]}
+    sub = Submission(manifest=Manifest.model_validate(data), files={
+        "kernel.py": HEAD + "\n@nki.jit\ndef kernel(a):\n    while True:\n        pass\n",
+        "reference.py": "def ref(a):\n    return a\n"})
+    roles: list[str] = []
+    real = ChildRuns.run
+
+    def counting(self, job, label=""):  # type: ignore[no-untyped-def]
+        roles.append(job.role)
+        return real(self, job, label)
+
+    monkeypatch.setattr(ChildRuns, "run", counting)
+    collector = NumericsCollector(timeout_s=1)
+    assert len(collector.plan(sub)) >= 4
+    assert collector.collect(sub) == []
+    assert roles == ["kernel"] * collector.parallel  # the two trials already started, nothing after them
