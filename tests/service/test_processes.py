@@ -86,7 +86,7 @@ def test_killed_worker_loses_and_duplicates_nothing(store, db_url, tmp_path):
     _, token = create_key(store, name="fault", role="admin")
     server = Server(db_url, tmp_path, workers=2)
     try:
-        ids = submit_many(server.base, token, 20)
+        ids = submit_many(server.base, token, 10)  # about 15 s of real work on 2 workers: time to kill one mid-job
         victims: list[str] = []
         deadline = time.monotonic() + 60
         while not victims and time.monotonic() < deadline:
