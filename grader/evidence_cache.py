@@ -103,16 +103,17 @@ class EvidenceCache:
         self._prune()
 
     def _prune(self) -> None:
-        entries = [p for p in self.folder.glob("*/*.json")]
-        if len(entries) <= self.max_entries:
-            return
-        def mtime(p: Path) -> float:
-            try:
-                return p.stat().st_mtime
-            except OSError:
-                return 0.0
-        for old in sorted(entries, key=mtime)[: len(entries) - self.max_entries]:
-            old.unlink(missing_ok=True)
+        entries = list(self.folder.glob("*/*.json"))
+        if len(entries) > self.max_entries:
+            for old in sorted(entries, key=_mtime)[: len(entries) - self.max_entries]:
+                old.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed by another process meanwhile
+        return 0.0
 
 
 def gather_cached(submission: Submission, options: dict, cache: EvidenceCache | None) -> EvidenceBundle:

@@ -9,7 +9,7 @@ import types
 import typing
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import annotated_types
 from platformdirs import user_cache_dir
@@ -22,6 +22,9 @@ from evidence.validation import error_message
 from grader.errors import GraderError
 from grader.resources import search_path
 from grader.submission import Limits
+
+if TYPE_CHECKING:
+    from grader.evidence_cache import EvidenceCache
 
 
 ENV_PREFIX = "GRADER_"
@@ -97,8 +100,8 @@ class Settings(BaseSettings):
     sandbox_pids_cgroup: str | None = None  # where per-child pids cgroups go when running as root
     import_policy: bool = True  # off: no static gate and no run-time blocking (the sandbox alone holds)
 
-    def evidence_store(self):  # type: ignore[no-untyped-def] - grader.evidence_cache.EvidenceCache | None
-        from grader.evidence_cache import EvidenceCache
+    def evidence_store(self) -> EvidenceCache | None:
+        from grader.evidence_cache import EvidenceCache  # not at import: it needs grader.epoch, which needs settings
 
         return EvidenceCache(self.cache_dir / "evidence", self.evidence_cache_entries) if self.evidence_cache else None
 

@@ -8,7 +8,6 @@ reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or execu
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,18 +16,13 @@ from functools import cache
 import tree_sitter as ts
 import tree_sitter_cuda
 
-CTYPES = {
-    "__half": "float16", "half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
-    "float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32", "int8_t": "int8",
-    "uint8_t": "uint8", "char": "int8", "short": "int16", "long": "int64", "__half2": "float16", "size_t": "uint64",
-    "uint": "uint32", "uint32_t": "uint32", "int32_t": "int32", "bool": "bool",
-}
-SIZEOF = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1,
-          "int16": 2, "int64": 8, "uint64": 8, "bool": 1}
+from evidence.static.cuda_types import CTYPES, SIZEOF, dtype_of, eval_int, sizeof_bytes
+
 SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__reduce_", "__match_")
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 @cache
@@ -126,7 +120,7 @@ class _Walker:
         if t == "identifier":
             return self.macros.get(self.text(n))
         if t == "sizeof_expression":
-            return _SIZEOF_RE(self.text(n))
+            return sizeof_bytes(self.text(n))
         if t == "parenthesized_expression":
             return self.fold(n.named_children[0]) if n.named_children else None
         if t == "binary_expression":
@@ -157,7 +151,7 @@ class _Walker:
     def on_preproc_def(self, n: ts.Node) -> bool:
         name, arg = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is not None and arg is not None:
-            self._define(self.text(name), _eval_int(self.text(arg), self.macros))
+            self._define(self.text(name), eval_int(self.text(arg), self.macros))
         return False
 
     def _define(self, name: str, value: int | None) -> None:
@@ -189,7 +183,7 @@ class _Walker:
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for p in params.named_children if params is not None else ():
             ptext = self.text(p)
-            dtype = _dtype_of(ptext)
+            dtype = dtype_of(ptext)
             pname = re.findall(r"[A-Za-z_]\w*", ptext)
             if pname:
                 self.types[pname[-1]] = dtype or ""
@@ -211,7 +205,7 @@ class _Walker:
             for d in n.named_children:  # file-scope `constexpr int THREADS = 256;` folds like a macro
                 if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
                     self._define(self.text(d.child_by_field_name("declarator")), self.fold(d.child_by_field_name("value")))
-        dtype = _dtype_of(text.split("=")[0])
+        dtype = dtype_of(text.split("=")[0])
         for d in n.named_children:
             if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
@@ -512,55 +506,6 @@ class _Walker:
                                              labels={"accumulator_dtype": dtype, "op": op}))
 
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
-
-
-def _SIZEOF_RE(text: str) -> int | None:
-    """sizeof(<scalar type>) in bytes, None for anything else."""
-    m = re.fullmatch(r"sizeof\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\)", text.strip())
-    return SIZEOF.get(CTYPES.get(m.group(1), "")) if m else None
-
-
-def _eval_int(text: str, names: dict[str, int | None]) -> int | None:
-    """The integer value of a macro body such as `(WARP_SIZE * WARPS_PER_BLOCK)` or
-    `(CHUNK_K * K * sizeof(half))`; None when anything in it is not a known integer."""
-    text = re.sub(r"sizeof\s*\(\s*(?:const\s+)?[A-Za-z_]\w*\s*\)", lambda m: str(_SIZEOF_RE(m.group(0))), text)
-    text = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", lambda m: str(int(m.group(1), 0)), text)
-    if not re.fullmatch(r"[\w\s+\-*/%()<>]*", text) or not text.strip() or len(text) > 1000:
-        return None  # (a size expression is short: a long one is not folded, nor parsed into a deep tree)
-    try:
-        tree = ast.parse(text.replace("/", "//"), mode="eval")
-    except (SyntaxError, RecursionError):
-        return None
-
-    def ev(node: ast.AST) -> int | None:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.Name):
-            return names.get(node.id)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            v = ev(node.operand)
-            return -v if v is not None else None
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if a is None or b is None or a < 0 or b < 0:
-                return None
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.FloorDiv: lambda: a // b if b else None, ast.Mod: lambda: a % b if b else None,
-                   ast.LShift: lambda: a << b if b < 64 else None, ast.RShift: lambda: a >> b}
-            f = ops.get(type(node.op))
-            v = f() if f else None
-            # a macro chain squaring itself (`#define B (A*A)`, ...) would grow without bound: submitted
-            # text is untrusted, and no real size needs more than 64 bits
-            return v if v is None or v.bit_length() <= 64 else None
-        return None
-
-    try:
-        return ev(tree.body)
-    except RecursionError:  # thousands of nested parentheses: not a size anyone folds
-        return None
-
-
 def _descendants(n: ts.Node, type_: str):
     """Nodes of one type under `n`, in source order."""
     for c in n.children:
@@ -586,13 +531,6 @@ def _error_spans(root: ts.Node) -> list[tuple[int, int]]:
         else:
             merged.append((a, b))
     return merged
-
-
-def _dtype_of(text: str) -> str | None:
-    for word in re.findall(r"[A-Za-z_]\w*", text):
-        if word in CTYPES:
-            return CTYPES[word]
-    return None
 
 
 def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
