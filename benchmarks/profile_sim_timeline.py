@@ -111,13 +111,11 @@ def report(rec: Recorder, t0: float, t1: float, bins: int) -> None:
     sim, work = [0.0] * bins, [0.0] * bins
 
     def spread(into: list[float], a: float, b: float) -> None:
-        a, b = a - t0, b - t0
+        a, b = max(a - t0, 0.0), min(b - t0, t1 - t0)  # clipped to the run: an interval may end after it
         while a < b:
             i = min(int(a / width), bins - 1)
-            end = min(b, (i + 1) * width)
+            end = b if i == bins - 1 else min(b, (i + 1) * width)
             into[i] += end - a
-            if i == bins - 1 and end >= b:
-                break
             a = end
 
     for _, a, b in rec.calls:
