@@ -99,6 +99,10 @@ class _FileAnalysis:
         self.uses: list[_Use] = []
         self.stand_ins: dict[str, int] = {}  # framework root -> first import line
         self.findings: list[PolicyFinding] = []
+        # `x.alloc(...)` calls: the documented direct-allocation API (`nki.compiler.sbuf.alloc(fn)`,
+        # `ncc.psum.alloc(...)`) and allocator helpers; a tile's `.alloc` is not callable, so only reading it
+        # as a value (`t.alloc.data`) reaches the simulator's bookkeeping
+        self.called_attrs: set[int] = set()
 
     # --- driver --------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
@@ -147,6 +151,8 @@ class _FileAnalysis:
         elif isinstance(node, ast.Name):
             self._name(node, region, scopes)
         elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                self.called_attrs.add(id(node.func))
             self._call(node, region, scopes)
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
             self._patching(node, region)
@@ -186,7 +192,7 @@ class _FileAnalysis:
         if node.attr in R.ESCAPE_ATTRS:
             self._use(region, node.lineno, "escape", "high", node.attr,
                       f"reads {node.attr}, a way from an object to the interpreter's internals")
-        elif node.attr in R.SIMULATOR_INTERNALS:
+        elif node.attr in R.SIMULATOR_INTERNALS and not (node.attr in R.CALLABLE_API_NAMES and id(node) in self.called_attrs):
             self._use(region, node.lineno, "host_compute", "high", f".{node.attr}",
                       f"reaches the simulator's bookkeeping (.{node.attr}) instead of using NKI instructions")
         qualified = self._qualified(node)

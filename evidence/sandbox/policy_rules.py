@@ -66,3 +66,5 @@ ESCAPE_ATTRS = frozenset({
 ESCAPE_NAMES = frozenset({"__builtins__", "__loader__", "__spec__"})
 # the simulator's own bookkeeping on tensors: reaching it bypasses NKI instructions
 SIMULATOR_INTERNALS = frozenset({"alloc", "stamp", "wmask", "lmask"})
+# ...of which NKI also has a callable API of the same name (`nki.compiler.sbuf.alloc(fn)`): a call is not a read
+CALLABLE_API_NAMES = frozenset({"alloc"})

@@ -97,6 +97,27 @@ def test_parameters_and_locals_shadow_builtins():
     assert got == set() and report.blocking == ()
 
 
+def test_direct_allocation_calls_are_the_nki_api_not_the_simulators_bookkeeping():
+    # `ncc.sbuf.alloc(fn)` / `psum.alloc(...)` (nki.compiler direct allocation) and an allocator helper's
+    # `.alloc(...)` are calls; reading a tile's `.alloc` as a value still reaches the simulator's internals
+    got, report = findings("""
+        import neuronxcc.nki.compiler as ncc
+
+        class Pool:
+            def alloc(self, shape):
+                return nl.ndarray(shape, dtype=nl.float32, buffer=nl.sbuf)
+
+        def kernel(a):
+            buf = nl.ndarray((2, nl.par_dim(128), 64), dtype=a.dtype, buffer=ncc.sbuf.alloc(lambda *i: (0, 0)))
+            acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=ncc.psum.alloc(lambda *i: (0, 0, 0)))
+            t = Pool().alloc((128, 64))
+            return a
+    """)
+    assert got == set() and report.blocking == ()
+    got, report = findings("def kernel(a):\n    f = a.alloc\n    f.data[...] = 0\n    return a\n")
+    assert ("host_compute", "high", ".alloc", 5) in got and report.blocking
+
+
 def test_the_kernel_may_not_reach_the_reference_and_the_reference_may_not_import_the_kernel():
     got, _ = findings("import reference\n\ndef kernel(a):\n    src = 'reference.py'\n    return a\n",
                       ref="import kernel\n\ndef ref(a):\n    return a\n")
