@@ -173,9 +173,16 @@ class State:
         return -(-per_partition // PSUM_BANK_BYTES)
 
     def psum_range(self, uid: int, banks: int) -> list[int]:
-        """The live range of a new PSUM allocation of `banks` banks, not yet accessed."""
+        """The live range of a new PSUM allocation of `banks` banks, not yet accessed. A negative `banks` is
+        the bit mask of the banks a direct allocation (`ncc.psum.alloc`/`mod_alloc`) pins, negated
+        (`pin_banks`): tensors pinned to the same bank share it."""
         live = self.psum_open[uid] = [-1, -1, banks]
         return live
+
+    @staticmethod
+    def pin_banks(banks) -> int:
+        """The `banks` entry of a live range for a direct allocation onto the bank numbers `banks`."""
+        return -sum(1 << b for b in set(banks))
 
     def psum_close(self, uid: int) -> None:
         """The allocation is freed: its range is final, kept compactly (a long run frees millions of tiles)."""
@@ -184,18 +191,27 @@ class State:
             self.psum_closed.extend(live)
 
     def psum_peak(self) -> int:
-        """Most PSUM banks whose live ranges (first to last access, inclusive) overlap."""
+        """Most PSUM banks whose live ranges (first to last access, inclusive) overlap; banks a direct
+        allocation pins count once however many live tensors share them."""
         closed = self.psum_closed
-        steps: list[tuple[int, int]] = []
+        steps: list[tuple[int, int, int]] = []
         for first, last, banks in (*zip(closed[0::3], closed[1::3], closed[2::3]), *self.psum_open.values()):
             if first >= 0:
-                steps.append((first, banks))
-                steps.append((last + 1, -banks))
-        steps.sort()  # at one position, ranges ending before it (-banks) count off before those starting
+                steps.append((first, 1, banks))
+                steps.append((last + 1, -1, banks))
+        steps.sort(key=lambda s: (s[0], s[1]))  # at one position, ranges ending before it count off first
         peak = live = 0
-        for _, banks in steps:
-            live += banks
-            peak = max(peak, live)
+        pins: dict[int, int] = {}  # pinned bank -> live tensors on it
+        for _, sign, banks in steps:
+            if banks >= 0:
+                live += sign * banks
+            else:
+                mask, bank = -banks, 0
+                while mask:
+                    if mask & 1:
+                        pins[bank] = pins.get(bank, 0) + sign
+                    mask, bank = mask >> 1, bank + 1
+            peak = max(peak, live + sum(1 for n in pins.values() if n > 0))
         return peak
 
     def sample_peaks(self) -> None:

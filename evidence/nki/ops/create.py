@@ -36,6 +36,26 @@ def buffer_name(buffer) -> str:
     return name
 
 
+_MAX_PLACED_BLOCKS = 4096
+
+
+def _placed_banks(place, shape: tuple, pdim: int, dt) -> set[int] | None:
+    """The PSUM banks a direct allocation puts the tensor's logical blocks in (`Buffer.place` over every block
+    index, as the compiler calls it); None without one, or when the placement cannot be read (the tensor then
+    counts as the compiler would allocate it)."""
+    if place is None:
+        return None
+    blocks = shape[:pdim]
+    if math.prod(blocks) > _MAX_PLACED_BLOCKS:
+        return None
+    fbytes = dtypes.itemsize(dt) * int(math.prod(shape[pdim + 1:]))
+    try:
+        banks = {int(place(tuple(int(i) for i in idx), shape[pdim], fbytes)) for idx in np.ndindex(*blocks)}
+    except Exception:  # noqa: BLE001 - the kernel's own placement function; its failure is not this estimate's
+        return None
+    return banks if banks and all(0 <= b < 62 for b in banks) else None
+
+
 def _shape(st, shape) -> tuple[tuple[int, ...], int]:
     if isinstance(shape, int):
         shape = (shape,)
@@ -90,6 +110,9 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
                 data = np.full(shape, init, dtype=dtypes.storage(dt))
         alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
         alloc.zeros = data is not None and zeros
+        banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt) if buf == "psum" else None
+        if banks is not None and alloc.live is not None:
+            alloc.live[2] = st.pin_banks(banks)
         return Tensor.whole(alloc)
     # HBM
     if init is not None:

@@ -16,6 +16,12 @@ from evidence.nki.ops.functions import BINARY, BITWISE, BOOL_RESULT, INT_OK, INT
 from evidence.nki.product_batch import ONTO_ZEROS
 from evidence.nki.tensor import Tensor
 
+# activation's `reduce_op` given as a reduction function names the operator that accumulates it: nki-samples'
+# kernels pass `reduce_op=np.sum` (their tests run it through the compiler), which is add
+_ACTIVATION_REDUCE_OPS = {**BINARY, **{alias: BINARY[op] for alias, op in (("sum", "add"), ("max", "maximum"),
+                                                                         ("amax", "maximum"), ("min", "minimum"),
+                                                                         ("amin", "minimum"), ("prod", "multiply"))}}
+
 SCALAR_ENGINE_UNARY = set(UNARY) - {"invert", "logical_not"}
 
 
@@ -231,7 +237,7 @@ def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, redu
     c.mask = op_mask(st, mask)
     c.ins = [data] + [t for t in (bias, scale) if isinstance(t, Tensor)]
     c.p.update(fn=fn, bias=bias, scale=scale, res=reduce_res,
-               rfn=resolve_op(st, BINARY, reduce_op, "reduce op")[1] if reduce_op is not None else np.add,
+               rfn=resolve_op(st, _ACTIVATION_REDUCE_OPS, reduce_op, "reduce op")[1] if reduce_op is not None else np.add,
                # an explicit reduce_cmd drives ScalarE's accumulator registers; without one, reduce_res gets this
                # instruction's own reduction (the beta behaviour kernels rely on)
                cmd=None if reduce_cmd is None else reduce_command(st, reduce_cmd, REDUCE_IDLE))

@@ -40,10 +40,13 @@ def iinfo(dtype):
 
 
 class Buffer:
-    """A memory kind (`nl.sbuf`, `nl.psum`, `nl.hbm`...); allocation helpers return the same kind."""
+    """A memory kind (`nl.sbuf`, `nl.psum`, `nl.hbm`...); allocation helpers return the same kind. A direct
+    allocation of PSUM (`ncc.psum.alloc(func)`, `mod_alloc(...)`) also carries `place`: block index -> the
+    bank it is placed in, which the PSUM peak counts instead of the compiler's allocation (create.allocate)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, place=None) -> None:
         self.kind = kind
+        self.place = place
 
     def __repr__(self) -> str:
         return self.kind
@@ -56,13 +59,28 @@ class Buffer:
         return hash(self.kind)
 
     def auto_alloc(self, *a, **k):
-        return self
+        return Buffer(self.kind)
 
-    def alloc(self, *a, **k):
-        return self
+    def alloc(self, func=None, *a, **k):
+        """`func(idx, pdim_size, fdim_bytes)` gives each logical block's (bank, partition, address) in PSUM."""
+        if self.kind != "psum" or not callable(func):
+            return Buffer(self.kind)
+        return Buffer(self.kind, lambda idx, parts, fbytes: func(idx, parts, fbytes)[0])
 
-    def mod_alloc(self, *a, **k):
-        return self
+    def mod_alloc(self, *a, base_bank=0, num_bank_tiles=(), **k):
+        """PSUM: block `idx` goes to bank `base_bank + linear(idx mod num_bank_tiles)` (the documented modulo
+        allocation); SBUF placement does not enter any estimate."""
+        if self.kind != "psum":
+            return Buffer(self.kind)
+        tiles = tuple(int(n) for n in num_bank_tiles)
+
+        def bank(idx, parts, fbytes):
+            shape = tiles or (1,) * len(idx)
+            linear = 0
+            for i, n in zip(idx, shape):
+                linear = linear * n + i % n
+            return int(base_bank) + linear
+        return Buffer(self.kind, bank)
 
     def view(self, *a, **k):
         return self
