@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evidence.corroborate import CONFLICT_KIND, corroborate
+from evidence.corroborate import CONFLICT_KIND, CORROBORATION_VERSION, corroborate
 from evidence.gather import gather
 from evidence.model import EvidenceItem, Location
 from evidence.submission import Manifest, Submission
@@ -101,7 +101,7 @@ def test_a_per_batch_bias_row_broadcast_to_128_partitions_is_not_thread_emulatio
     assert finding.location.start_line == 11 and finding.labels["trace"] == "contradicted"
     (conflict,) = bundle.of_kind(CONFLICT_KIND)
     assert conflict.labels["static"] == finding.id and "sim.line:kernel.py:12" in conflict.labels["dynamic"]
-    assert bundle.analyzers["corroboration"] == "1"
+    assert bundle.analyzers["corroboration"] == CORROBORATION_VERSION
 
 
 def _output(dtype, rel_l2, ident="sim.output:0"):
@@ -120,3 +120,33 @@ def test_precision_findings_are_measured_against_the_output_dtypes_rounding():
     (alone,) = corroborate([finding])
     assert alone.labels["measured"] == "unchecked"
     assert CONFLICT_KIND not in _by_kind(corroborate([_output("bfloat16", 1.6e-3), finding]))
+
+
+def _mismatch(fraction, rel_l2=2e-3, bound=2e-2, task=0.0, nan=0.0):
+    metrics = {"rel_l2": rel_l2, "rel_l2_bound": bound, "matches": 0.0, "mismatch_fraction": fraction,
+               "elements": 262144.0, "task_tolerance": task, "nan_count": nan, "inf_count": 0.0,
+               "unwritten_count": 0.0}
+    return EvidenceItem(id="sim.output:0", kind="sim.output", analyzer="t@1", severity="high",
+                        title="Output 0 does not match the reference", detail="2 elements outside.",
+                        metrics=metrics, labels={"dtype": "bfloat16"})
+
+
+def _numerics(verdict):
+    return EvidenceItem(id="numerics.verdict:0", kind="numerics.verdict", analyzer="t@1", title="verdict",
+                        labels={"verdict": verdict})
+
+
+def test_isolated_outliers_of_an_output_the_error_model_finds_right_are_said_to_be_so():
+    # a few elements just outside the element-wise rule, rel L2 within its bound, every trial within expected
+    # variation: the two analyzers agree the output is right, and the item names the outliers
+    (out, _) = corroborate([_mismatch(2 / 262144), _numerics("within")])
+    assert out.labels["outliers"] == "isolated" and out.severity == "medium"
+    assert "except 2 isolated elements of 262144" in out.title and "[numerics.verdict:0]" in out.detail
+    for items in ([_mismatch(2 / 262144), _numerics("defect")],  # the error model disagrees
+                  [_mismatch(2 / 262144)],  # no error model
+                  [_mismatch(0.16), _numerics("within")],  # systematic, not isolated
+                  [_mismatch(2 / 262144, rel_l2=3e-2), _numerics("within")],  # beyond the dtype's L2 bound
+                  [_mismatch(2 / 262144, task=1.0), _numerics("within")],  # the task's own tolerance
+                  [_mismatch(2 / 262144, nan=1.0), _numerics("within")]):  # a NaN is never an outlier
+        out = corroborate(items)[0]
+        assert "outliers" not in out.labels and out.severity == "high", items

@@ -66,6 +66,18 @@ def test_mismatch_caps_correctness_at_2_and_cites_it():
     assert "Score at most 2: " in c.rationale
 
 
+def test_isolated_outliers_the_error_model_finds_within_variation_cap_at_4_not_2():
+    # evidence.corroborate labels them; kernel and numerical correctness then stop at 4, not at "mismatch"
+    outliers = item("sim.output:0", "sim.output", "medium", {"matches": 0.0, "mismatch_fraction": 1e-5,
+                                                             "nan_count": 0.0}, {"outliers": "isolated"})
+    verdict = item("numerics.verdict:0", "numerics.verdict", labels={"verdict": "within"})
+    d = draft(bundle(outliers, verdict, KERNEL_FACT))
+    for criterion in ("kernel_correctness", "numerical_correctness"):
+        c = d.criterion(criterion)
+        assert c.score == 4, (criterion, c.score, c.rationale)
+        assert "Score at most 4: " in c.rationale and "Score at most 2" not in c.rationale
+
+
 def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
     gross = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "rel_l2": 0.6})
     assert draft(bundle(gross, KERNEL_FACT)).criterion("kernel_correctness").score == 1
