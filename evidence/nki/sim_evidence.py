@@ -30,6 +30,7 @@ FINDING_SEVERITY = {
     "matmul_mixed_fp32_dtypes": Severity.medium,
     "partition_start_rule": Severity.medium,
     "block_dimensions_deprecated": Severity.low,
+    "matmul_operand_in_psum": Severity.low,
     "benchmark_no_timing": Severity.info,
 }
 SECURITY_FINDINGS = {HOST_COMPUTE: "host_compute", INPUT_MUTATION: "input_mutation"}

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from evidence.nki import dtypes
+from evidence.nki.dialect import BETA
 from evidence.nki.dispatch import Call
 from evidence.nki.product_batch import ProductBatch, capacity
 from evidence.nki.ops.base import (
@@ -21,6 +22,19 @@ MOVING_FMAX_V4 = 4096  # REFERENCE §2: NeuronCore-v4 streams up to 4096 moving 
 def moving_fmax(st) -> int:
     return MOVING_FMAX_V4 if st.nc_version >= 4 else MOVING_FMAX
 _FP32ISH = frozenset(("float32", "tfloat32"))
+
+
+def _operand(st, x, op: str, arg: str):
+    """A TensorE operand. TensorE reads SBUF (REFERENCE §3.5), but the beta compiler also takes a PSUM tile
+    there and moves it to SBUF itself: nki-samples' flash-attention backward, which its tests run on the
+    simulator and on hardware, feeds `nc_transpose` results (PSUM) straight into `nc_matmul`. Simulated as
+    read, with a low finding for the copy it costs; nki 0.3+ keeps the documented rule."""
+    t = tile(st, x, op, arg, ("sbuf", "psum") if st.dialect == BETA else ("sbuf",))
+    if t.alloc.buffer == "psum":
+        st.finding("matmul_operand_in_psum", f"'{arg}' of '{op}' {list(t.shape)} is a PSUM tile: TensorE reads "
+                   "SBUF, so the compiler copies it there first (an extra instruction per use; copy it once with "
+                   "nl.copy, or transpose into SBUF)", "low")
+    return t
 
 
 def _limit(st, x, dim: int, limit: int, op: str, arg: str, size: int | None = None) -> None:
@@ -74,8 +88,8 @@ def _double_row(st, s, m, perf_mode) -> Call:
 def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
                     is_transpose=False, tile_position=(), tile_size=(), mask=None, perf_mode=None, accumulate=False,
                     **_):
-    s = tile(st, stationary, "nc_matmul", "stationary", ("sbuf",))
-    m = tile(st, moving, "nc_matmul", "moving", ("sbuf",))
+    s = _operand(st, stationary, "nc_matmul", "stationary")
+    m = _operand(st, moving, "nc_matmul", "moving")
     if perf_mode is not None and "double_row" in str(getattr(perf_mode, "name", perf_mode)):
         c = _double_row(st, s, m, perf_mode)
         c.mask = op_mask(st, mask)
@@ -92,8 +106,8 @@ def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_m
 
 
 def check_matmul(st, x, y, *, transpose_x=False, mask=None, **_):
-    x = tile(st, x, "matmul", "x", ("sbuf",))
-    y = tile(st, y, "matmul", "y", ("sbuf",))
+    x = _operand(st, x, "matmul", "x")
+    y = _operand(st, y, "matmul", "y")
     # TensorE flattens the free axes of both operands: x [P, a, b] is [P, a*b]
     _limit(st, x, 1, STATIONARY_FMAX, "matmul", "x", free_size(x.shape))
     _limit(st, y, 1, moving_fmax(st), "matmul", "y", free_size(y.shape))

@@ -54,13 +54,6 @@ ERRORS = [
             r = nl.matmul(x, y, transpose_x=True)  # <-
             return a
      """, (B,), "err_num_partition_mismatch"),
-    ("matmul_reads_psum", """
-        def kernel(a):
-            x = nl.load(a[0:128, 0:128])
-            p = nl.matmul(x, x, transpose_x=True)
-            r = nl.matmul(p, x, transpose_x=True)  # <-
-            return a
-     """, (B,), "err_unsupported_memory"),
     ("compute_on_hbm", """
         def kernel(a):
             r = nl.exp(a)  # <-

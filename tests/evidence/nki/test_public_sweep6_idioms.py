@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from evidence.nki import load_kernel, simulate
+import pytest
+
+from evidence.nki import SimulationError, load_kernel, simulate
 
 RNG = np.random.default_rng(61)
 
@@ -88,3 +90,56 @@ def test_psum_blocks_placed_by_direct_allocation_count_the_banks_they_are_placed
     report = _pinned("nl.psum", "nl.psum")
     assert report.psum_peak_banks >= 16
     assert "psum_capacity_exceeded" in {f.code for f in report.findings}
+
+
+# A TensorE transpose (PSUM result) used directly as a matmul operand, as nki-samples' flash-attention backward
+# does (its tests run it through the beta simulator and on hardware): the beta compiler copies it to SBUF
+PSUM_OPERAND = '''
+import numpy as np
+import DIALECT_ISA as nisa
+import DIALECT_LANGUAGE as nl
+DECORATOR
+
+
+@nki.jit
+def product(a, b):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    a_t = nisa.nc_transpose(nl.load(a))
+    acc = nl.zeros((128, 512), dtype=np.float32, buffer=nl.psum)
+    acc += nisa.nc_matmul(a_t, nl.load(b))
+    nl.store(out, nl.copy(acc))
+    return out
+'''
+
+
+def test_a_psum_matmul_operand_is_copied_in_beta_with_a_low_finding_and_refused_in_nki_0_3():
+    a = RNG.standard_normal((128, 128)).astype(np.float32)
+    b = RNG.standard_normal((128, 512)).astype(np.float32)
+    beta = PSUM_OPERAND.replace("DIALECT_ISA", "neuronxcc.nki.isa").replace("DIALECT_LANGUAGE", "neuronxcc.nki.language")
+    sim = simulate(load_kernel(beta.replace("DECORATOR", "import neuronxcc.nki as nki"), display="bwd.py").product, a, b)
+    np.testing.assert_allclose(sim.outputs[0], a @ b, rtol=1e-4, atol=1e-4)  # stationary = a^T, as [K, M]
+    (finding,) = [f for f in sim.report.findings if f.code == "matmul_operand_in_psum"]
+    assert finding.line == 13 and "stationary" in finding.message
+    standalone = '''
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def product(a, b):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 128), dtype=np.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    a_t = nl.ndarray((128, 128), dtype=np.float32, buffer=nl.psum)
+    nisa.nc_transpose(dst=a_t, data=t)
+    m = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m, src=b)
+    acc = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=a_t, moving=m)
+    return out
+'''
+    with pytest.raises(SimulationError) as info:
+        simulate(load_kernel(standalone, display="new.py").product, a, b)
+    assert info.value.code == "err_unsupported_memory" and info.value.line == 18
