@@ -1,7 +1,7 @@
 """Modules public kernels import that the simulator does not model as a whole: beta neuronx-cc modules below
 the public API, imported for type hints and byte sizes (`neuronxcc.nki.language.constants.sizeinbytes`,
 `neuronxcc.nki.compiler.backends.neuron.{indexing,tensor}`, where `TileIndex` is the index-expression type of
-`nl.mgrid`), and nki 0.3+'s `nki.collectives` (not implemented, as in the official simulator: REFERENCE §8.2).
+`nl.mgrid`; `neuronxcc.nki._private.private_api`'s multi-core `sendrecv` and `core_barrier`), and nki 0.3+'s `nki.collectives` (not implemented, as in the official simulator: REFERENCE §8.2).
 Any other name there becomes an op that reports `unsupported_op` with the kernel's file:line when called, so an
 import alone never fails a kernel."""
 
@@ -35,6 +35,11 @@ def beta_modules() -> dict[str, types.ModuleType]:
         root + ".neuron": _module(root + ".neuron", "compiler internals"),
         root + ".neuron.indexing": _module(root + ".neuron.indexing", "index types", TileIndex=IndexExpr),
         root + ".neuron.tensor": _module(root + ".neuron.tensor", "tile types"),
+        # neuron-team kernels import point-to-point and barrier primitives from here (`sendrecv`, `core_barrier`):
+        # multi-core communication, not simulated; importing them must not fail the kernel
+        "neuronxcc.nki._private": _module("neuronxcc.nki._private", "compiler-private API"),
+        "neuronxcc.nki._private.private_api": _module("neuronxcc.nki._private.private_api", "compiler-private API",
+                                                      prefix="private_api."),
     }
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from evidence.nki import SimulationError, load_kernel, simulate
+from evidence.nki.errors import UnsupportedOpError
 
 RNG = np.random.default_rng(61)
 
@@ -143,3 +144,28 @@ def product(a, b):
     with pytest.raises(SimulationError) as info:
         simulate(load_kernel(standalone, display="new.py").product, a, b)
     assert info.value.code == "err_unsupported_memory" and info.value.line == 18
+
+
+PRIVATE_API = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+from neuronxcc.nki._private.private_api import core_barrier, sendrecv
+
+
+@nki.jit
+def copy(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(a))
+    CALL
+    return out
+'''
+
+
+def test_private_multicore_primitives_import_and_are_unsupported_only_where_called():
+    a = RNG.standard_normal((128, 64)).astype(np.float32)
+    ran = simulate(load_kernel(PRIVATE_API.replace("CALL", "pass"), display="tg.py").copy, a)
+    np.testing.assert_array_equal(ran.outputs[0], a)
+    with pytest.raises(UnsupportedOpError) as info:
+        simulate(load_kernel(PRIVATE_API.replace("CALL", "sendrecv(out, out, 1)"), display="tg.py").copy, a)
+    assert info.value.line == 12 and "private_api.sendrecv" in info.value.message
