@@ -22,6 +22,11 @@ unit roundoff) or, for a matmul of contraction length K, the fp32 accumulation's
 numerical correctness for such a finding only when the error shows. Each `sim.output` is labelled
 `rounding` = `within` | `above` by the same test, a measured fact either way.
 
+DMA transposes (`load-transpose-in-loop`) cost time only where the kernel waits on memory (reviewers
+check "no DMA transposes in memory-bound code"): the finding is labelled `regime` with the cost
+model's roofline regime (`memory-bound` | `compute-bound`, `unknown` without an estimate), and the
+rubric weighs it only when the kernel is not compute-bound.
+
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
 dtype's bound and the error model finds every numerics trial of that output within expected variation,
@@ -36,7 +41,7 @@ from collections.abc import Iterable
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
 
-CORROBORATION_VERSION = "2"
+CORROBORATION_VERSION = "3"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -45,6 +50,7 @@ BROAD_PARTITIONS = 64
 _LIMIT_RULES = ("nki.partition-over-128", "nki.psum-over-bank", "nki.matmul-operand-limits")
 CORROBORATED = ("nki.thread-emulation", "nki.per-element-loop", *_LIMIT_RULES)
 MEASURED = ("nki.low-precision-accumulator", "nki.unstable-variance")
+REGIME_CLAIMS = ("nki.load-transpose-in-loop",)
 # Isolated outliers (see the module doc): at most this fraction of an output's elements; structured errors (a tile,
 # a row band) are the error model's to find, and beyond it the verdict is no longer "within"
 ISOLATED_FRACTION = 5e-3
@@ -164,6 +170,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
     trace = _Trace(items)
     measured = _measured([i for i in items if i.kind == "sim.output"])
     verdicts = {i.id.split(":", 1)[-1]: i for i in items if i.kind == "numerics.verdict"}
+    roofline = next((i for i in items if i.kind == "perf.roofline"), None)
+    regime = roofline.labels.get("regime", "unknown") if roofline is not None else "unknown"
     out: list[EvidenceItem] = []
     for item in items:
         if item.kind == "sim.output":
@@ -172,6 +180,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
                 item = item.model_copy(update={"labels": {**item.labels,
                                                           "rounding": "within" if verdict == "not_shown" else "above"}})
             item = _isolated_outliers(item, verdicts) or item
+        if item.kind in REGIME_CLAIMS:
+            item = item.model_copy(update={"labels": {**item.labels, "regime": regime}})
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

@@ -152,3 +152,11 @@ def test_isolated_outliers_of_an_output_the_error_model_finds_right_are_said_to_
                   [_mismatch(2 / 262144, nan=1.0), _numerics("within")]):  # a NaN is never an outlier
         out = corroborate(items)[0]
         assert "outliers" not in out.labels and out.severity == "high", items
+
+
+def test_dma_transposes_carry_the_cost_models_regime():
+    finding = _item("nki.load-transpose-in-loop", 20)
+    roofline = EvidenceItem(id="perf.roofline", kind="perf.roofline", analyzer="t@1", title="roofline",
+                            labels={"regime": "compute-bound"})
+    assert _by_kind(corroborate([finding, roofline]))["nki.load-transpose-in-loop"].labels["regime"] == "compute-bound"
+    assert _by_kind(corroborate([finding]))["nki.load-transpose-in-loop"].labels["regime"] == "unknown"

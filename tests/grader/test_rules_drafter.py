@@ -78,6 +78,16 @@ def test_isolated_outliers_the_error_model_finds_within_variation_cap_at_4_not_2
         assert "Score at most 4: " in c.rationale and "Score at most 2" not in c.rationale
 
 
+def test_dma_transposes_cap_data_movement_only_where_the_kernel_is_not_compute_bound():
+    trace = item("sim.trace:k", "sim.trace", metrics={"instr_total": 10.0})
+    for regime, capped in (("memory-bound", True), ("unknown", True), ("compute-bound", False)):
+        transpose = item("nki.load-transpose-in-loop:kernel.py:3", "nki.load-transpose-in-loop", "medium",
+                         labels={"regime": regime}, line=3)
+        c = draft(bundle(MATCHING, KERNEL_FACT, trace, transpose)).criterion("data_movement")
+        cited = "nki.load-transpose-in-loop:kernel.py:3" in {x.evidence_id for x in c.citations}
+        assert (cited, c.score <= 2) == (capped, capped), (regime, c.score, c.rationale)
+
+
 def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
     gross = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "rel_l2": 0.6})
     assert draft(bundle(gross, KERNEL_FACT)).criterion("kernel_correctness").score == 1
