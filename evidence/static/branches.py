@@ -5,7 +5,9 @@ keep its branch value afterwards whether or not the branch runs. Kernels clamp t
 (`if M < TILE_M: TILE_M = M`): taking the clamp unconditionally made a 128-row tile look like a
 1024-row one. Here a condition the task's shapes decide selects its branch's bindings; an
 undecided one keeps a name only where every path agrees on its value, and makes it unknown
-otherwise (a rule then does not guess).
+otherwise (a rule then does not guess). A flag the walk knows (`if use_dma:` with a parameter
+whose default False no caller overrides) decides its `if` too, so rules can tell code that never
+runs for the task (`disabled`) and code guarded by an off-by-default flag (`default_off_guard`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,22 @@ class BranchScopes:
         scope.clear()
         scope.update(chosen)
 
+    def disabled(self) -> bool:
+        """Whether the walk is inside a branch the known values rule out (an `if False` body, the
+        `else` of an `if True`)."""
+        return any(f.taken is not None and f.taken == (f.after_body is not None) for f in self._frames)
+
+    def default_off_guard(self, fn: cst.FunctionDef) -> tuple[str, str] | None:
+        """(name, default) of a parameter of `fn` defaulting to False/None that an enclosing `if`
+        body needs true (`if use_dma and ...:`) while its value here is unknown."""
+        defaults = {p.name.value: p.default for p in (*fn.params.params, *fn.params.kwonly_params)
+                    if isinstance(p.default, cst.Name) and p.default.value in ("False", "None")}
+        for f in self._frames:
+            for name in _needed_true(f.node.test, f.after_body is None):
+                if name.value in defaults and self._value(name) is not True:
+                    return name.value, defaults[name.value].value
+        return None
+
     def _start_else(self, node: cst.CSTNode) -> None:
         if self._frames and self._frames[-1].node.orelse is node:
             frame = self._frames[-1]
@@ -79,7 +97,18 @@ class BranchScopes:
             if isinstance(test.operator, cst.And):
                 return False if False in (left, right) else (True if left and right else None)
             return True if True in (left, right) else (False if left is False and right is False else None)
-        return None
+        flag = self._value(test)
+        return flag if isinstance(flag, bool) else None
+
+
+def _needed_true(test: cst.BaseExpression, body: bool) -> list[cst.Name]:
+    """Names that must be true to reach the body (`f` of `f and x`) or the else (`f` of
+    `x or not f`) of an `if` on `test`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And if body else cst.Or):
+        return _needed_true(test.left, body) + _needed_true(test.right, body)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _needed_true(test.expression, not body)
+    return [test] if body and isinstance(test, cst.Name) else []
 
 
 def _number(v: object) -> bool:

@@ -21,7 +21,7 @@ from evidence.static.branches import BranchScopes
 from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
-from evidence.static.helper_args import call_arguments, top_level_params
+from evidence.static.helper_args import call_arguments, tile_params, top_level_defaults, top_level_params
 from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
@@ -84,6 +84,7 @@ class Engine(cst.CSTVisitor):
         # helper functions of this file: their parameters, what callers passed (helper_args), and
         # the values a previous walk found every caller agreeing on
         self.helpers: dict[str, tuple[str, ...]] = {}
+        self.helper_defaults: dict[str, dict[str, cst.BaseExpression]] = {}
         self.helper_calls: dict[str, list[dict[str, object]]] = {}
         self.param_hints = param_hints or {}
         self.positions = positions
@@ -311,6 +312,9 @@ class Engine(cst.CSTVisitor):
             use_inputs = self.entry == fn.name
         else:
             use_inputs = fn.is_kernel or match_by_name
+        # A kernel the file itself calls (`@nki.jit(mode='trace')` helpers) takes what its calls pass.
+        called = fn.is_kernel and fn.name != self.entry and fn.name in self.param_hints
+        tiles = tile_params(fn.node, fn.params, self.ev.api_name) if called else frozenset()
         for i, p in enumerate(params):
             name = p.name.value
             spec = None
@@ -328,6 +332,11 @@ class Engine(cst.CSTVisitor):
                 scope[name] = Binding(spec.value)
             elif spec is not None:
                 scope[name] = Binding(Tensor(tuple(spec.shape), spec.dtype, "hbm", "input", name, 0, name in fn.mutable_params))
+            elif called:
+                hint = self.param_hints[fn.name].get(name)
+                if hint is None and name in tiles:  # the calls do not say, the body uses it as a tile
+                    hint = Tensor(None, None, None, "view", name, 0, name in fn.mutable_params)
+                scope[name] = Binding(hint, names=frozenset({name}))
             elif fn.is_kernel and p.default is not None:
                 # A parameter with a Python default (`use_mask=False`, `dtype=nl.bfloat16`) that the task
                 # does not pass is that Python value at trace time, not an HBM tensor.
@@ -457,8 +466,8 @@ class Engine(cst.CSTVisitor):
         if self._suppress:
             return
         if isinstance(node.func, cst.Name) and node.func.value in self.helpers and self.function_stack:
-            self.helper_calls.setdefault(node.func.value, []).append(
-                call_arguments(node, self.helpers[node.func.value], self.value))
+            self.helper_calls.setdefault(node.func.value, []).append(call_arguments(
+                node, self.helpers[node.func.value], self.value, self.helper_defaults.get(node.func.value)))
         name = self.ev.api_name(node.func)
         if name is None or not name.startswith(("nl.", "nisa.", "nki.", "ncc.")):
             return
@@ -552,18 +561,18 @@ def analyze(
     except SyntaxError:  # libcst accepts a syntax this Python's ast does not: use libcst's positions
         positions = None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    helpers = top_level_params(wrapper.module)
+    helpers, defaults = top_level_params(wrapper.module), top_level_defaults(wrapper.module)
     hinted: dict[str, dict[str, object]] = {}
     for _ in range(3):  # a helper's own calls are known once its parameters are: nested helpers need more walks
         if positions is not None:
             engine = Engine(file, dialect, active, list(inputs), entry, options, positions, scope, hinted)
-            engine.helpers = helpers
+            engine.helpers, engine.helper_defaults = helpers, defaults
             engine.scan_wrappers(wrapper.module)
             engine.walk(wrapper.module)
         if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
             positions = None
             engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None, scope, hinted)
-            engine.helpers = helpers
+            engine.helpers, engine.helper_defaults = helpers, defaults
             engine.scan_wrappers(wrapper.module)
             wrapper.visit(engine)
         found = helper_hints(engine.helper_calls)

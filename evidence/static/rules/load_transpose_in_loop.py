@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from evidence.model import Severity
-from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
 from evidence.static.rulekit import dst_node
 from evidence.static.shapes import Tensor
@@ -20,6 +20,10 @@ class LoadTransposeInLoop(Rule):
     and even on Trn2 it reaches at most 90% (HBM->SBUF) or 50% (SBUF->SBUF) of DMA throughput.
     Inside a loop of a memory-bound kernel it becomes the bottleneck (REFERENCE §5.2, §5.3 rule 10).
 
+    A transpose in a branch the task never takes (`if use_dma_transpose:` with a default False
+    that neither the task nor any call overrides) is not flagged; one behind such a flag whose
+    value is unknown (callers disagree) is low severity and says so.
+
     The standalone dialect keeps `nisa.dma_transpose` (dst first) with the same DMA cost, so the
     rule judges both dialects.
 
@@ -32,6 +36,11 @@ class LoadTransposeInLoop(Rule):
     dialects = (BETA, STANDALONE)
     VALID = [
         _HEAD + "t = nl.load_transpose2d(a)\nfor i in nl.affine_range(4):\n    x = nl.load(b)\n",
+        Valid(_HEAD + "import neuronxcc.nki.isa as nisa\n@nki.jit\ndef k(a, use_dma=False):\n"
+              "    for i in nl.affine_range(4):\n        if use_dma:\n"
+              "            t = nisa.dma_transpose(a[i * 128:(i + 1) * 128, :])\n        else:\n"
+              "            t = nisa.nc_transpose(nl.load(a[i * 128:(i + 1) * 128, :]))\n",
+              inputs={"a": ((512, 128), "bfloat16")}),
     ]
     INVALID = [
         Invalid(_HEAD + "for i in nl.affine_range(4):\n    t = nl.load_transpose2d(a[i * 128:(i + 1) * 128, :])\n", line=4),
@@ -43,9 +52,17 @@ class LoadTransposeInLoop(Rule):
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ("nl.load_transpose2d", "nisa.dma_transpose") or not call.loops:
             return
+        if self.ctx.branches.disabled():
+            return  # a branch the task's values rule out: never traced
+        guard = self.ctx.branches.default_off_guard(call.function.node) if call.function else None
         trips = math.prod(lp.trip or 1 for lp in call.loops)
         t = call.tensor
         if t is None and (dst := dst_node(self.ctx, call)) is not None:
             t = v if isinstance(v := self.ctx.value(dst), Tensor) else None
-        self.report(call.node, f"{call.name} inside a loop (line {call.loops[-1].start}) runs {trips}x as a DMA transpose",
+        message = f"{call.name} inside a loop (line {call.loops[-1].start}) runs {trips}x as a DMA transpose"
+        labels = {"api": call.name}
+        if guard is not None:
+            message += f", only when '{guard[0]}' is set (it defaults to {guard[1]})"
+            labels["guard"] = guard[0]
+        self.report(call.node, message, severity=Severity.low if guard else None, labels=labels,
                     metrics={"trip_count": trips, "bytes_per_call": t.total_bytes if t else None})

@@ -23,6 +23,9 @@ class PythonLogicOnTile(Rule):
     (register conditions, dynamic loops), and which tile truth tests it rejects is not documented
     precisely enough ([SDK-HEAD]) to flag them without false positives.
 
+    A parameter of a helper (a `@nki.jit(mode='trace')` function included) is a tile only when
+    its calls pass one or its body uses it as one (`evidence.static.helper_args`).
+
     Fix: use `&`, `|`, `~` for element-wise logic, `nl.where` / masks / `affine_select` for
     per-element choices, and `is not None` for optional arguments.
     """
@@ -34,6 +37,11 @@ class PythonLogicOnTile(Rule):
         Valid(_HEAD + "def k(a, b=None):\n    x = nl.load(a)\n    if b is not None:\n        x = nl.add(x, 1.0)\n"
               "    y = nl.where(x > 0, x, 0.0)\n", inputs={"a": ((128, 64), "float32")}),
         Valid(_HEAD + "def k(a, n):\n    if n > 2:\n        x = nl.load(a)\n", inputs={"a": ((128, 64), "float32"), "n": 4}),
+        # a trace-mode helper's parameters are what its calls pass (a flag here), not tiles
+        Valid(_HEAD + "@nki.jit(mode='trace')\ndef step(acc, t, causal):\n    if causal:\n"
+              "        acc[...] = nl.add(acc, t)\n\n@nki.jit\ndef k(a, causal=True):\n"
+              "    acc = nl.zeros((128, 64), nl.float32)\n    step(acc, nl.load(a), causal)\n",
+              inputs={"a": ((128, 64), "float32")}),
     ]
     INVALID = [
         Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    y = x > 0 and x < 1\n", inputs={"a": ((128, 64), "float32")}, line=5),

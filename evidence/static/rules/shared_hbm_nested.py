@@ -1,22 +1,28 @@
-"""shared-hbm-nested: a shared_hbm tensor created inside a loop, branch or helper."""
+"""shared-hbm-nested: a shared_hbm tensor created inside a loop, block or helper."""
 
 from __future__ import annotations
 
+import libcst as cst
+
 from evidence.model import Severity
-from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
+from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
-from evidence.static.shapes import ALLOC_CALLS
+from evidence.static.shapes import ALLOC_CALLS, Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
 
 
 class SharedHbmNested(Rule):
-    """Flags `buffer=nl.shared_hbm` allocations made inside a loop, an `if`/`with` block or a
-    helper function instead of at the kernel's top level.
+    """Flags `buffer=nl.shared_hbm` allocations made inside a loop, a `while`/`with`/`try` block
+    or a helper function instead of at the kernel's top level.
 
     shared_hbm tensors are the kernel's outputs, visible to every SPMD instance; the compiler
     accepts them only at kernel level (err_shared_hbm_must_in_kernel_level), since a nested one
     would be created per iteration or per call (REFERENCE §1, §2).
+
+    An `if` on a Python value outside any loop (`if config.training:`) is decided while the kernel
+    is traced: the compiler sees the allocation at kernel level or not at all, so it is not
+    flagged. An `if` on a tile (a runtime condition) still is.
 
     Fix: allocate outputs once at the top of the kernel body and write into slices of them from
     the loops.
@@ -26,18 +32,46 @@ class SharedHbmNested(Rule):
     severity = Severity.critical
     dialects = (BETA, STANDALONE)
     performance = False
-    VALID = [_HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n    return out\n"]
+    VALID = [
+        _HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n    return out\n",
+        Valid(_HEAD + "@nki.jit\ndef k(a, training=True):\n    if training:\n"
+              "        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n    else:\n"
+              "        out = None\n    return out\n", inputs={"a": ((128, 64), "float32")}),
+    ]
     INVALID = [
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    for i in nl.affine_range(2):\n"
                 "        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n", line=6),
+        Invalid(_HEAD + "@nki.jit\ndef k(a, training=True):\n    for i in nl.affine_range(2):\n        if training:\n"
+                "            out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n", line=7),
+        Invalid(_HEAD + "@nki.jit\ndef k(a):\n    with open('x') as f:\n"
+                "        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n", line=6),
         _HEAD + "def helper(a):\n    return nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n",
     ]
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._trace_ifs = [0]  # per function: enclosing `if`s decided while tracing
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._trace_ifs.append(0)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._trace_ifs.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._trace_ifs[-1] += not isinstance(self.ctx.value(node.test), Tensor)
+
+    def leave_If(self, node: cst.If) -> None:
+        self._trace_ifs[-1] -= not isinstance(self.ctx.value(node.test), Tensor)
 
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ALLOC_CALLS or call.tensor is None or call.tensor.buffer != "shared_hbm":
             return
         fn = call.function
-        if call.nested > 0:
+        if call.loops:
+            self.report(call.node, f"shared_hbm tensor created inside a loop (line {call.loops[-1].start})",
+                        labels={"scope": "loop"})
+        elif call.nested > self._trace_ifs[-1]:
             self.report(call.node, "shared_hbm tensor created inside a nested block", labels={"scope": "block"})
         elif fn is not None and not fn.is_kernel:
             self.report(call.node, f"shared_hbm tensor created in helper '{fn.name}'", labels={"scope": "helper"})

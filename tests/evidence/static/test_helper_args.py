@@ -82,3 +82,47 @@ def kernel(x):
 """
     assert _accumulator_lines(src, x="bfloat16") == [_line(src)]
     assert _accumulator_lines(src, x="float32") == []
+
+
+def test_a_call_that_omits_a_parameter_passes_its_default():
+    import libcst as cst
+
+    from evidence.static.helper_args import call_arguments, hints, top_level_defaults
+
+    module = cst.parse_module("def h(t, flag=False, n=4):\n    pass\n")
+    defaults = top_level_defaults(module)["h"]
+    value = {"x": "tile", "False": False, "True": True, "4": 4}.get
+
+    def args(call: str) -> dict[str, object]:
+        node = cst.parse_expression(call)
+        return call_arguments(node, ("t", "flag", "n"), lambda e: value(cst.Module([]).code_for_node(e)), defaults)
+
+    assert args("h(x)") == {"t": "tile", "flag": False, "n": 4}
+    assert args("h(x, True)") == {"t": "tile", "flag": True, "n": 4}
+    assert args("h(*xs)") == {}  # positions after a *args are unknown: no default is assumed
+    assert hints({"h": [args("h(x)"), args("h(x, flag=True)")]}) == {"h": {"t": "tile", "n": 4}}
+    assert hints({"h": [{}]}) == {"h": {}}  # a called helper keeps its key: the file calls it
+
+
+def test_a_trace_helper_parameter_is_a_tile_only_when_used_as_one():
+    import libcst as cst
+
+    from evidence.static.helper_args import tile_params
+
+    fn = cst.parse_module(
+        "def h(a, b, c, d, e, flag, n, dt):\n"
+        "    if flag:\n        a[...] = nl.exp(b)\n"
+        "    x = nl.ndarray((n, c.shape[1]), dtype=dt)\n"
+        "    y = nl.multiply(x, n)\n"
+        "    nisa.activation(op=nl.exp, data=d, dtype=dt)\n"
+        "    z = nl.ds(n, 128)\n"
+        "    w = nl.zeros_like(e)\n"
+    ).body[0]
+    api = {"nl": "nl", "nisa": "nisa"}
+
+    def api_name(func):
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in api:
+            return f"{api[func.value.value]}.{func.attr.value}"
+        return None
+
+    assert tile_params(fn, ("a", "b", "c", "d", "e", "flag", "n", "dt"), api_name) == {"a", "b", "c", "d", "e"}
