@@ -80,8 +80,10 @@ def test_isolated_outliers_the_error_model_finds_within_variation_cap_at_4_not_2
 
 def test_dma_transposes_cap_data_movement_only_where_the_kernel_is_not_compute_bound():
     trace = item("sim.trace:k", "sim.trace", metrics={"instr_total": 10.0})
-    for regime, capped in (("memory-bound", True), ("unknown", True), ("compute-bound", False)):
-        transpose = item("nki.load-transpose-in-loop:kernel.py:3", "nki.load-transpose-in-loop", "medium",
+    for regime, severity, capped in (("memory-bound", "medium", True), ("unknown", "medium", True),
+                                     ("compute-bound", "medium", False),
+                                     ("memory-bound", "low", False)):  # low: only behind a flag that defaults off
+        transpose = item("nki.load-transpose-in-loop:kernel.py:3", "nki.load-transpose-in-loop", severity,
                          labels={"regime": regime}, line=3)
         c = draft(bundle(MATCHING, KERNEL_FACT, trace, transpose)).criterion("data_movement")
         cited = "nki.load-transpose-in-loop:kernel.py:3" in {x.evidence_id for x in c.citations}
