@@ -8,21 +8,23 @@ undecided one keeps a name only where every path agrees on its value, and makes 
 otherwise (a rule then does not guess). A flag the walk knows (`if use_dma:` with a parameter
 whose default False no caller overrides) decides its `if` too, so rules can tell code that never
 runs for the task (`disabled`) and code guarded by an off-by-default flag (`default_off_guard`).
+Conditions are decided by `conditions.decide` (comparisons, `not`, `and`/`or` of known values); one
+that reads a name a loop around it rebinds (`if first:` ... `first = False`) is left undecided, as
+the walk sees only the value before the first iteration.
 """
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
+from evidence.static.conditions import decide, read_names, rebound_names
 from evidence.static.shapes import Binding
 
-_COMPARE = {
-    cst.LessThan: operator.lt, cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
-    cst.GreaterThanEqual: operator.ge, cst.Equal: operator.eq, cst.NotEqual: operator.ne,
-}
+# (loop id, loop node) of the loops around the walk; a `while` has no id
+EnclosingLoops = Callable[[], list[tuple[int | None, cst.CSTNode]]]
 
 
 @dataclass
@@ -36,8 +38,11 @@ class _Frame:
 class BranchScopes:
     """Called by the engine around each `if`; `scope()` is the innermost binding dict it edits."""
 
-    def __init__(self, value, scope) -> None:
+    def __init__(self, value, scope, lookup: Callable[[str], Binding | None] | None = None,
+                 loops: EnclosingLoops | None = None) -> None:
         self._value, self._scope = value, scope
+        self._lookup, self._loops = lookup, loops
+        self._rebound: dict[int, frozenset[str]] = {}  # per loop node: the names its body assigns
         self._frames: list[_Frame] = []
 
     def enter_if(self, node: cst.If) -> None:
@@ -83,22 +88,21 @@ class BranchScopes:
             scope.update(frame.before)
 
     def _decide(self, test: cst.BaseExpression) -> bool | None:
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            compare = _COMPARE.get(type(test.comparisons[0].operator))
-            left, right = self._value(test.left), self._value(test.comparisons[0].comparator)
-            if compare is not None and _number(left) and _number(right):
-                return bool(compare(left, right))
-            return None
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self._decide(test.expression)
-            return None if inner is None else not inner
-        if isinstance(test, cst.BooleanOperation):
-            left, right = self._decide(test.left), self._decide(test.right)
-            if isinstance(test.operator, cst.And):
-                return False if False in (left, right) else (True if left and right else None)
-            return True if True in (left, right) else (False if left is False and right is False else None)
-        flag = self._value(test)
-        return flag if isinstance(flag, bool) else None
+        return decide(test, self._value) if self._loop_invariant(test) else None
+
+    def _loop_invariant(self, test: cst.BaseExpression) -> bool:
+        """No name the test reads is carried into an enclosing loop and rebound in its body."""
+        if self._loops is None or self._lookup is None:
+            return True
+        reads = read_names(test)
+        for loop_id, node in self._loops():
+            if id(node) not in self._rebound:
+                self._rebound[id(node)] = rebound_names(node)
+            for name in reads & self._rebound[id(node)]:
+                b = self._lookup(name)
+                if b is None or loop_id is None or loop_id not in b.def_loops:  # bound before this iteration
+                    return False
+        return True
 
 
 def _needed_true(test: cst.BaseExpression, body: bool) -> list[cst.Name]:
@@ -109,10 +113,6 @@ def _needed_true(test: cst.BaseExpression, body: bool) -> list[cst.Name]:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _needed_true(test.expression, not body)
     return [test] if body and isinstance(test, cst.Name) else []
-
-
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _join(a: dict[str, Binding], b: dict[str, Binding]) -> dict[str, Binding]:

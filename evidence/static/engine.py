@@ -100,7 +100,13 @@ class Engine(cst.CSTVisitor):
         self.module_scope: dict[str, Binding] = {k: Binding(v) for k, v in dialect.aliases.items()}
         self.scopes: list[dict[str, Binding]] = [self.module_scope]
         self.ev = Evaluator(self.lookup, standalone=dialect.dialect == "standalone")
-        self.branches = BranchScopes(self.value, lambda: self.scopes[-1])  # names bound inside if/else
+        self._whiles: list[cst.While] = []
+        self.branches = BranchScopes(  # names bound inside if/else
+            self.value, lambda: self.scopes[-1], self.lookup,
+            lambda: [(lp.id, lp.node) for lp in self.loop_stack] + [(None, w) for w in self._whiles])
+        # Lines of code in a branch the task's values rule out (`if dropout_p > 0.0:` with the
+        # default 0.0): never traced, so no rule reports there (`Rule.report` asks `ruled_out`).
+        self._dead_lines: set[int] = set()
         self.functions: list[FunctionInfo] = []
         self.function_stack: list[FunctionInfo] = []
         self.loop_stack: list[LoopInfo] = []
@@ -147,6 +153,10 @@ class Engine(cst.CSTVisitor):
                 raise PositionError(f"libcst gave no position for a {type(node).__name__} node of the analysed module")
             return pos.start.line, pos.end.line
         return self._pos.get(id(node)) or self._open[-1]
+
+    def ruled_out(self, line: int) -> bool:
+        """Whether `line` lies in a branch the known values rule out (`BranchScopes.disabled`)."""
+        return line in self._dead_lines
 
     @property
     def function(self) -> FunctionInfo | None:
@@ -212,6 +222,8 @@ class Engine(cst.CSTVisitor):
                 return True
         elif self._skip is not None:
             return True
+        if cls in TRACKED and self.branches.disabled():
+            self._dead_lines.update(range(span[0], span[1] + 1))
         tname = cls.__name__
         own = getattr(self, "visit_" + tname, None)
         descend = own(node) if own is not None else True
@@ -391,8 +403,16 @@ class Engine(cst.CSTVisitor):
     def _unnest(self, node: cst.CSTNode) -> None:
         self.nesting[-1] -= 1
 
-    visit_While = visit_With = visit_Try = _nest
-    leave_While = leave_With = leave_Try = _unnest
+    visit_With = visit_Try = _nest
+    leave_With = leave_Try = _unnest
+
+    def visit_While(self, node: cst.While) -> None:
+        self._whiles.append(node)
+        self._nest(node)
+
+    def leave_While(self, node: cst.While) -> None:
+        self._whiles.pop()
+        self._unnest(node)
 
     def visit_If(self, node: cst.If) -> None:
         self.nesting[-1] += 1
@@ -465,7 +485,9 @@ class Engine(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if self._suppress:
             return
-        if isinstance(node.func, cst.Name) and node.func.value in self.helpers and self.function_stack:
+        # a call in a branch the task's values rule out is never traced: it passes nothing to the helper
+        if (isinstance(node.func, cst.Name) and node.func.value in self.helpers and self.function_stack
+                and not self.branches.disabled()):
             self.helper_calls.setdefault(node.func.value, []).append(call_arguments(
                 node, self.helpers[node.func.value], self.value, self.helper_defaults.get(node.func.value)))
         name = self.ev.api_name(node.func)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from evidence.static.conditions import decide
 from evidence.static.shapes import (
     _DTYPE_ALIASES, ALLOC_CALLS, ARANGE_GRID, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, SYM, TILE_SIZE, Binding, Dtype, Grid,
     Index, LoopVar, MultiIndex, ParDim, Sym, Tensor, as_shape, broadcast, canonical_module, combine_indices, promote,
@@ -111,6 +112,8 @@ class Evaluator:
             return v if isinstance(v, Tensor) else None
         if t is cst.SimpleString:
             return None
+        if t is cst.IfExp:
+            return self._if_exp(node)  # type: ignore[arg-type]
         for child in node.children:  # unknown construct: still record what it reads
             if isinstance(child, cst.BaseExpression) or isinstance(child, (cst.Arg, cst.Element, cst.ComparisonTarget)):
                 self.ev(child.value if isinstance(child, (cst.Arg, cst.Element)) else child)
@@ -175,6 +178,16 @@ class Evaluator:
         if isinstance(left, scalar) and isinstance(right, scalar):
             return SYM
         return None
+
+    def _if_exp(self, node: cst.IfExp) -> object:
+        """`a if cond else b`: the branch a known condition picks (`np.float32 if mixed_precision
+        else q.dtype` with the default True). Undecided, the value is unknown unless both agree:
+        taking either side would invent a dtype or size the kernel may not have."""
+        taken = decide(node.test, self.ev)
+        if taken is not None:
+            return self.ev(node.body if taken else node.orelse)
+        body, orelse = self.ev(node.body), self.ev(node.orelse)
+        return body if body is not None and type(body) is type(orelse) and body == orelse else None
 
     def _subscript(self, node: cst.Subscript) -> object:
         base = self.ev(node.value)
@@ -296,6 +309,8 @@ class Evaluator:
             if len(pos) >= 2 and isinstance(pos[0], int) and isinstance(pos[1], int):
                 return Index(pos[1] - pos[0])
             return Index(None)
+        if name == "np.dtype":  # `np.dtype(np.float32)` is that dtype
+            return pos[0] if len(pos) == 1 and isinstance(pos[0], Dtype) and not kw else None
         if name == "nl.par_dim":
             return ParDim(pos[0]) if pos and isinstance(pos[0], int) else None
         if name in ("nl.program_id", "nl.num_programs", "nl.program_ndim"):
@@ -348,6 +363,12 @@ def _dtype(v: object) -> str | None:
     return v.name if isinstance(v, Dtype) else None
 
 
+def _out_dtype(kw: dict, inherited: str | None) -> str | None:
+    """A result's dtype: its `dtype=` when given (unknown when the walk cannot resolve it: a
+    `mixed_dtype` of an undecided condition is not the operands' bf16), else the operands'."""
+    return _dtype(kw["dtype"]) if "dtype" in kw else inherited
+
+
 def _tensor_method(t: Tensor, meth: str, pos: list, kw: dict) -> object:
     if meth == "astype":
         return Tensor(t.shape, _dtype(pos[0]) if pos else t.dtype, t.buffer, "compute", t.name)
@@ -392,7 +413,7 @@ def api_result(name: str, pos: list, kw: dict, node: cst.Call | None = None) -> 
         shape = src.shape
         if name == "nl.load_transpose2d" and shape:
             shape = tuple(reversed(shape))
-        return Tensor(shape, _dtype(kw.get("dtype")) or src.dtype, "sbuf", "load", src.name)
+        return Tensor(shape, _out_dtype(kw, src.dtype), "sbuf", "load", src.name)
     if name == "nl.matmul":
         x = first
         y = pos[1] if len(pos) > 1 else kw.get("y")
@@ -411,7 +432,7 @@ def api_result(name: str, pos: list, kw: dict, node: cst.Call | None = None) -> 
     if name in ("nl.transpose", "nisa.nc_transpose"):
         if isinstance(first, Tensor) and first.shape and len(first.shape) == 2:
             buf = "psum" if name == "nisa.nc_transpose" else "sbuf"
-            return Tensor((first.shape[1], first.shape[0]), _dtype(kw.get("dtype")) or first.dtype, buf, "compute")
+            return Tensor((first.shape[1], first.shape[0]), _out_dtype(kw, first.dtype), buf, "compute")
         return Tensor(None, None, None, "compute")
     if name in REDUCE_CALLS:
         data = pos[1] if name == "nisa.tensor_reduce" and len(pos) > 1 else first
@@ -420,13 +441,13 @@ def api_result(name: str, pos: list, kw: dict, node: cst.Call | None = None) -> 
             shape = None
             if data.shape:
                 shape = (data.shape[0], 1) if kw.get("keepdims") is True else (data.shape[0],)
-            return Tensor(shape, _dtype(kw.get("dtype")) or data.dtype, "sbuf", "compute")
+            return Tensor(shape, _out_dtype(kw, data.dtype), "sbuf", "compute")
         return Tensor(None, _dtype(kw.get("dtype")), "sbuf", "compute")
     if name.startswith("nisa.activation") or name in ("nisa.tensor_scalar", "nisa.tensor_copy", "nl.copy"):
         data = pos[1] if name.startswith("nisa.activation") and len(pos) > 1 else first
         data = kw.get("data", kw.get("src", data))
         if isinstance(data, Tensor):
-            return Tensor(data.shape, _dtype(kw.get("dtype")) or data.dtype, "sbuf", "compute")
+            return Tensor(data.shape, _out_dtype(kw, data.dtype), "sbuf", "compute")
         return Tensor(None, _dtype(kw.get("dtype")), "sbuf", "compute")
     tensors = [p for p in list(pos) + list(kw.values()) if isinstance(p, Tensor)]
     if name in ("nl.store", "nl.device_print", "nisa.dma_copy", "nl.atomic_rmw", "nl.random_seed"):
@@ -438,7 +459,7 @@ def api_result(name: str, pos: list, kw: dict, node: cst.Call | None = None) -> 
         for p in pos:
             if isinstance(p, (int, float)) and not isinstance(p, bool):
                 dtype = promote_scalar(dtype, p)
-        return Tensor(shape, _dtype(kw.get("dtype")) or dtype, "sbuf", "compute")
+        return Tensor(shape, _out_dtype(kw, dtype), "sbuf", "compute")
     return None
 
 

@@ -109,6 +109,8 @@ class Rule:
         start, end = where if isinstance(where, tuple) else self.ctx.lines(where)
         if start in self._lines:  # one finding per rule per line
             return
+        if self.ctx.ruled_out(start):  # code the task's values never trace (`if dropout_p > 0.0:` at 0.0)
+            return
         self._lines.add(start)
         clean = {k: float(v) for k, v in (metrics or {}).items() if v is not None}
         self.findings.append(Finding(

@@ -52,8 +52,6 @@ class LoadTransposeInLoop(Rule):
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ("nl.load_transpose2d", "nisa.dma_transpose") or not call.loops:
             return
-        if self.ctx.branches.disabled():
-            return  # a branch the task's values rule out: never traced
         guard = self.ctx.branches.default_off_guard(call.function.node) if call.function else None
         trips = math.prod(lp.trip or 1 for lp in call.loops)
         t = call.tensor
