@@ -156,15 +156,8 @@ def test_a_builtin_reading_an_outer_tile_carries_nothing():
 
 # -- load-transpose-in-loop -----------------------------------------------------------------
 
-FLAGGED_TRANSPOSE = HEAD + """
-@nki.jit(mode='trace')
-def transpose_blocks(dst, src, use_dma_transpose=False):
-    for j in nl.affine_range(4):
-        if use_dma_transpose and nisa.get_nc_version() >= nisa.nc_version.gen3:
-            dst[:, nl.ds(j * 128, 128)] = nisa.dma_transpose(src[:, nl.ds(j * 128, 128)])  # <-
-        else:
-            dst[:, nl.ds(j * 128, 128)] = nisa.nc_transpose(src[:, nl.ds(j * 128, 128)])
-
+# the entry both transpose helpers are driven from: {calls} invokes the helper
+TRANSPOSE_ENTRY = """
 
 @nki.jit
 def kernel(x):
@@ -175,6 +168,16 @@ def kernel(x):
     nl.store(out, dst)
     return out
 """
+FLAGGED_TRANSPOSE = HEAD + """
+@nki.jit(mode='trace')
+def transpose_blocks(dst, src, use_dma_transpose=False):
+    for j in nl.affine_range(4):
+        if use_dma_transpose and nisa.get_nc_version() >= nisa.nc_version.gen3:
+            dst[:, nl.ds(j * 128, 128)] = nisa.dma_transpose(src[:, nl.ds(j * 128, 128)])  # <-
+        else:
+            dst[:, nl.ds(j * 128, 128)] = nisa.nc_transpose(src[:, nl.ds(j * 128, 128)])
+
+""" + TRANSPOSE_ENTRY
 WIDE = [InputBinding("x", (128, 512), "float32")]
 
 
@@ -244,16 +247,7 @@ def transpose_blocks(dst, src, enable_dma=False):
         else:
             dst[:, nl.ds(j * 128, 128)] = nisa.dma_transpose(src[:, nl.ds(j * 128, 128)])  # <-
 
-
-@nki.jit
-def kernel(x):
-    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
-    src = nl.load(x[0:128, :])
-    dst = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.sbuf)
-    {calls}
-    nl.store(out, dst)
-    return out
-"""
+""" + TRANSPOSE_ENTRY
     assert _findings(src.format(calls="transpose_blocks(dst, src)"), "load-transpose-in-loop", WIDE) == []
     both = src.format(calls="transpose_blocks(dst, src)\n    transpose_blocks(dst, src, enable_dma=True)")
     [f] = _findings(both, "load-transpose-in-loop", WIDE)
