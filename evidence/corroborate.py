@@ -147,13 +147,13 @@ def _isolated_outliers(output: EvidenceItem, verdicts: dict[str, EvidenceItem]) 
             or m.get("unwritten_count")):
         return None
     fraction, rel, bound = m.get("mismatch_fraction", 1.0), m.get("rel_l2"), m.get("rel_l2_bound")
-    verdict = verdicts.get(output.id.split(":", 1)[-1])
+    index = output.id.split(":", 1)[-1]
+    verdict = verdicts.get(index)
     if not (0.0 < fraction <= ISOLATED_FRACTION and rel is not None and bound is not None and rel <= bound
             and verdict is not None and verdict.labels.get("verdict") == "within"):
         return None
     elements = int(m.get("elements", 0))
     outside = round(fraction * elements)
-    index = output.id.split(":", 1)[-1]
     detail = (f"{output.detail} The relative L2 error is within its bound ({rel:.3g} <= {bound:.3g}) and the error "
               f"model finds every trial of this output within expected variation for its dtypes [{verdict.id}]: the "
               f"output as a whole matches; these {outside} elements are isolated outliers of the element-wise rule.")

@@ -180,9 +180,13 @@ class State:
         return live
 
     @staticmethod
-    def pin_banks(banks) -> int:
-        """The `banks` entry of a live range for a direct allocation onto the bank numbers `banks`."""
-        return -sum(1 << b for b in set(banks))
+    def pin_banks(banks) -> int | None:
+        """The `banks` entry of a live range for a direct allocation onto the bank numbers `banks`; None
+        when there are none or one does not fit the mask (ranges are kept as signed 64-bit integers)."""
+        banks = set(banks)
+        if not banks or not all(0 <= b < 62 for b in banks):
+            return None
+        return -sum(1 << b for b in banks)
 
     def psum_close(self, uid: int) -> None:
         """The allocation is freed: its range is final, kept compactly (a long run frees millions of tiles)."""

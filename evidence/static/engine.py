@@ -21,9 +21,10 @@ from evidence.static.branches import BranchScopes
 from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
-from evidence.static.helper_args import call_arguments, tile_params, top_level_defaults, top_level_params
+from evidence.static.helper_args import call_arguments, top_level_defaults, top_level_params
 from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
+from evidence.static.param_bindings import bind_params
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
 from evidence.static.scope import Scope, entry_scope
 from evidence.static.rulekit import matmul_operands
@@ -222,7 +223,8 @@ class Engine(cst.CSTVisitor):
                 return True
         elif self._skip is not None:
             return True
-        if cls in TRACKED and self.branches.disabled():
+        # a node inside a dead branch lies within its parent's lines, recorded already
+        if cls in TRACKED and span[0] not in self._dead_lines and self.branches.disabled():
             self._dead_lines.update(range(span[0], span[1] + 1))
         tname = cls.__name__
         own = getattr(self, "visit_" + tname, None)
@@ -298,8 +300,10 @@ class Engine(cst.CSTVisitor):
         self.scopes[-1][fn.name] = Binding(None)
         self.functions.append(fn)
         self.function_stack.append(fn)
-        scope: dict[str, Binding] = {}
-        self._bind_params(fn, params, scope)
+        outermost = not self._inputs_bound and len(self.function_stack) == 1
+        scope, took_inputs = bind_params(fn, params, self.inputs, self.entry, self.param_hints, self.value,
+                                         self.ev.api_name, outermost)
+        self._inputs_bound = self._inputs_bound or took_inputs
         self.scopes.append(scope)
         self.nesting.append(0)
         self._saved_loops = getattr(self, "_saved_loops", [])
@@ -313,53 +317,6 @@ class Engine(cst.CSTVisitor):
         self.scopes.pop()
         self.nesting.pop()
         self.loop_stack = self._saved_loops.pop()
-
-    def _bind_params(self, fn: FunctionInfo, params: list[cst.Param], scope: dict[str, Binding]) -> None:
-        by_name = {i.name: i for i in self.inputs}
-        param_names = {q.name.value for q in params}
-        match_by_name = bool(by_name.keys() & param_names)
-        if self._inputs_bound or len(self.function_stack) > 1:
-            use_inputs = False
-        elif self.entry is not None:
-            use_inputs = self.entry == fn.name
-        else:
-            use_inputs = fn.is_kernel or match_by_name
-        # A kernel the file itself calls (`@nki.jit(mode='trace')` helpers) takes what its calls pass.
-        called = fn.is_kernel and fn.name != self.entry and fn.name in self.param_hints
-        tiles = tile_params(fn.node, fn.params, self.ev.api_name) if called else frozenset()
-        for i, p in enumerate(params):
-            name = p.name.value
-            spec = None
-            if use_inputs:
-                if match_by_name:
-                    spec = by_name.get(name)
-                    # inputs are given in argument order (the simulator passes them by position): a parameter
-                    # the manifest does not name takes the input at its position, unless a parameter of that
-                    # name claims it (`alpha` named alike beside `I_DRAM` given as "I")
-                    if spec is None and i < len(self.inputs) and self.inputs[i].name not in param_names:
-                        spec = self.inputs[i]
-                elif i < len(self.inputs):
-                    spec = self.inputs[i]
-            if spec is not None and spec.value is not None:
-                scope[name] = Binding(spec.value)
-            elif spec is not None:
-                scope[name] = Binding(Tensor(tuple(spec.shape), spec.dtype, "hbm", "input", name, 0, name in fn.mutable_params))
-            elif called:
-                hint = self.param_hints[fn.name].get(name)
-                if hint is None and name in tiles:  # the calls do not say, the body uses it as a tile
-                    hint = Tensor(None, None, None, "view", name, 0, name in fn.mutable_params)
-                scope[name] = Binding(hint, names=frozenset({name}))
-            elif fn.is_kernel and p.default is not None:
-                # A parameter with a Python default (`use_mask=False`, `dtype=nl.bfloat16`) that the task
-                # does not pass is that Python value at trace time, not an HBM tensor.
-                default = self.value(p.default)
-                scope[name] = Binding(None if isinstance(default, Tensor) else default, names=frozenset({name}))
-            elif fn.is_kernel:
-                scope[name] = Binding(Tensor(None, None, "hbm", "input", name, 0, name in fn.mutable_params))
-            else:  # a helper: what every caller passes, when a previous walk saw the calls
-                scope[name] = Binding(self.param_hints.get(fn.name, {}).get(name), names=frozenset({name}))
-        if use_inputs:
-            self._inputs_bound = True
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None and self.function_stack:

@@ -53,7 +53,7 @@ def _placed_banks(place, shape: tuple, pdim: int, dt) -> set[int] | None:
         banks = {int(place(tuple(int(i) for i in idx), shape[pdim], fbytes)) for idx in np.ndindex(*blocks)}
     except Exception:  # noqa: BLE001 - the kernel's own placement function; its failure is not this estimate's
         return None
-    return banks if banks and all(0 <= b < 62 for b in banks) else None
+    return banks
 
 
 def _shape(st, shape) -> tuple[tuple[int, ...], int]:
@@ -111,8 +111,9 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
         alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
         alloc.zeros = data is not None and zeros
         banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt) if buf == "psum" else None
-        if banks is not None and alloc.live is not None:
-            alloc.live[2] = st.pin_banks(banks)
+        pinned = st.pin_banks(banks) if banks is not None else None
+        if pinned is not None and alloc.live is not None:
+            alloc.live[2] = pinned
         return Tensor.whole(alloc)
     # HBM
     if init is not None:

@@ -72,10 +72,9 @@ class Buffer:
         allocation); SBUF placement does not enter any estimate."""
         if self.kind != "psum":
             return Buffer(self.kind)
-        tiles = tuple(int(n) for n in num_bank_tiles)
 
-        def bank(idx, parts, fbytes):
-            shape = tiles or (1,) * len(idx)
+        def bank(idx, parts, fbytes):  # read when the tensor is allocated, where a bad argument is no error
+            shape = tuple(int(n) for n in num_bank_tiles) or (1,) * len(idx)
             linear = 0
             for i, n in zip(idx, shape):
                 linear = linear * n + i % n
