@@ -112,11 +112,11 @@ def report(rec: Recorder, t0: float, t1: float, bins: int) -> None:
 
     def spread(into: list[float], a: float, b: float) -> None:
         a, b = max(a - t0, 0.0), min(b - t0, t1 - t0)  # clipped to the run: an interval may end after it
-        while a < b:
-            i = min(int(a / width), bins - 1)
-            end = b if i == bins - 1 else min(b, (i + 1) * width)
-            into[i] += end - a
-            a = end
+        if a >= b:
+            return
+        for i in range(min(int(a / width), bins - 1), min(int(b / width), bins - 1) + 1):
+            end = b if i == bins - 1 else min(b, (i + 1) * width)  # by slice index: no float step can stall
+            into[i] += max(0.0, end - max(a, i * width))
 
     for _, a, b in rec.calls:
         spread(sim, a, b)
