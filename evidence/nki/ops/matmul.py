@@ -101,6 +101,9 @@ def check_nc_matmul(st, stationary, moving, *, is_stationary_onezero=False, is_m
     c.mask = op_mask(st, mask)
     c.p["transpose_x"] = True
     c.p["accumulate"] = accumulate  # nki 0.3+ into a PSUM dst: True adds, False overwrites, None decides per element
+    # NeuronCore-v3+ has a transpose mode that moves data bit-exactly (REFERENCE §3.5: NaN/Inf stay in their element);
+    # on v2 the transpose is a real matmul with the identity, so NaN spreads through the result
+    c.p["transpose_mode"] = bool(is_transpose) and st.nc_version >= 3
     _operand_masks(c)
     return c
 
@@ -136,7 +139,8 @@ def _operand_masks(c: Call) -> None:
 
 def exec_matmul(st, c: Call) -> None:
     x, y = c.ins
-    plain = not (c.p.get("double_row") or c.mask is not None or "xv" in c.p or x.valid is not None or y.valid is not None)
+    plain = not (c.p.get("double_row") or c.p.get("transpose_mode") or c.mask is not None or "xv" in c.p
+                 or x.valid is not None or y.valid is not None)
     if plain and (c.into is None or _fusable(c.into)):
         _matmul_job(st, c, x, y)
         return
@@ -151,9 +155,21 @@ def exec_matmul(st, c: Call) -> None:
     if "xv" in c.p:
         a = np.where(c.p["xv"], a, np.float32(0))
         b = np.where(c.p["yv"], b, np.float32(0))
-    r = a.T @ b  # fp32 products and fp32 accumulation, as in PSUM
+    sel = _selection(b) if c.p.get("transpose_mode") else None
+    # transpose mode with a 0/1 selection (identity) as moving: each output element is one stationary element, so an
+    # undefined (NaN) element of the stationary stays in its own place instead of spreading along its row
+    r = np.ascontiguousarray(a[sel].T) if sel is not None else a.T @ b  # else fp32 products and accumulation, as in PSUM
     r.shape = c.out.shape  # in place: the result owns its data, so set_result need not copy it
     set_result(c.out, r, c.mask)
+
+
+def _selection(b: np.ndarray):
+    """For a moving operand [K, N] whose every column holds a single 1 and zeros elsewhere (an identity or
+    permutation), the row each column selects; None otherwise."""
+    ones = b == 1
+    if not (ones.sum(axis=0) == 1).all() or not (ones | (b == 0)).all():
+        return None
+    return ones.argmax(axis=0)
 
 
 def _fusable(dst) -> bool:
