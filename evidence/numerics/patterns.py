@@ -55,7 +55,9 @@ def mismatch_pattern(mask: np.ndarray, grid: tuple[int, ...] = ()) -> Pattern | 
     ntiles = -(-nrows // TILE)
     tiles_hit = np.unique(rows // TILE)
     full = (nrows // TILE) * TILE
-    if nrows % TILE and rows.min() >= full:
+    # only past at least one whole tile: an axis shorter than a tile is all one partial tile, so naming that
+    # tile says nothing (it named "rows 0-1" of a [batch 2, channels, ...] output whose channels 128+ were wrong)
+    if full and nrows % TILE and rows.min() >= full:
         return Pattern("last_partial_tile", f"rows {_span(rows)} (the last partial tile, rows {full}-{nrows - 1})", frac)
     if grid and grid[0] > 1 and nrows % grid[0] == 0:
         per = nrows // grid[0]
@@ -79,10 +81,24 @@ def mismatch_pattern(mask: np.ndarray, grid: tuple[int, ...] = ()) -> Pattern | 
                        frac)
     cols = np.nonzero(cols_hit)[0]
     if ncols > 1 and cols.size < 0.5 * ncols and rows_hit.mean() > 0.5:
-        return Pattern("column_band", f"columns {_span(cols)} (of {ncols}) across the rows", frac)
+        where = _trailing_axes(np.asarray(mask, dtype=bool)) or f"columns {_span(cols)} (of {ncols})"
+        return Pattern("column_band", f"{where} across the rows", frac)
     if tiles_hit.size >= max(1, int(0.75 * ntiles)) and rows_hit.mean() > 0.5:
         return Pattern("everywhere", f"{frac:.0%} of the elements, spread over every tile", frac)
     return Pattern("scattered", f"{bad} elements in rows {_span(rows)}", frac)
+
+
+def _trailing_axes(m: np.ndarray) -> str:
+    """For an output of 3+ dims, the indices hit on each axis after the first that is not hit whole
+    (columns of the flattened trailing axes name no index the kernel uses); "" otherwise."""
+    if m.ndim < 3:
+        return ""
+    parts = []
+    for ax in range(1, m.ndim):
+        hit = np.nonzero(m.any(axis=tuple(a for a in range(m.ndim) if a != ax)))[0]
+        if hit.size < m.shape[ax]:
+            parts.append(f"indices {_span(hit)} of axis {ax} (size {m.shape[ax]})")
+    return ", ".join(parts)
 
 
 def _ordinal(k: int) -> str:

@@ -230,6 +230,15 @@ def test_pattern_names():
     assert mismatch_pattern(np.zeros((4, 4), bool)) is None
 
 
+def test_pattern_of_a_short_leading_axis_names_the_axis_that_is_wrong():
+    # [batch 2, channels 130, h, w] with the ragged channel tile wrong: the batch axis is one partial "tile" of
+    # 2 rows, which says nothing; the channels hit are what locate the defect
+    m = np.zeros((2, 130, 6, 10), bool)
+    m[:, 128:] = True
+    p = mismatch_pattern(m)
+    assert p.name != "last_partial_tile" and "indices 128-129 of axis 1 (size 130)" in p.region
+
+
 def test_degenerate_outputs_are_defects_whatever_the_norms():
     rng = np.random.default_rng(0)
     ref = rng.standard_normal((128, 64)) * 1e-6
