@@ -66,13 +66,17 @@ class SmallDma(Rule):
         walkers = _free_axis_loops(self.ctx, node, call)
         if not walkers:
             return
-        trips = math.prod(lp.trip or 2 for lp in call.loops)
+        trips = math.prod(lp.trip or 2 for lp in call.loops)  # a loop of unknown trip count is taken to repeat
         per_part = view.free_bytes
         if per_part is None or per_part >= MIN_BYTES or trips < 2:
             return
-        self.report(call.node, f"{call.name} moves {per_part} B per partition, {trips}x in a loop",
-                    metrics={"bytes_per_partition": per_part, "partitions": view.partitions, "trip_count": trips,
-                             "min_bytes": MIN_BYTES})
+        # the count stated is what is known: a loop of unknown trip count may run once (it read "144x" for 72)
+        known = math.prod(lp.trip or 1 for lp in call.loops)
+        unknown = any(lp.trip is None for lp in call.loops)
+        times = f"{known}x" if not unknown else f"at least {known}x" if known > 1 else "repeatedly"
+        self.report(call.node, f"{call.name} moves {per_part} B per partition, {times} in a loop",
+                    metrics={"bytes_per_partition": per_part, "partitions": view.partitions, "trip_count": known,
+                             "min_bytes": MIN_BYTES}, labels={"trip_count": "lower_bound" if unknown else "exact"})
 
 
 def _free_axis_loops(ctx, node, call: CallInfo) -> list:
