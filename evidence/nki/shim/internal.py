@@ -1,7 +1,8 @@
 """Modules public kernels import that the simulator does not model as a whole: beta neuronx-cc modules below
 the public API, imported for type hints and byte sizes (`neuronxcc.nki.language.constants.sizeinbytes`,
 `neuronxcc.nki.compiler.backends.neuron.{indexing,tensor}`, where `TileIndex` is the index-expression type of
-`nl.mgrid`; `neuronxcc.nki._private.private_api`'s multi-core `sendrecv` and `core_barrier`), and nki 0.3+'s `nki.collectives` (not implemented, as in the official simulator: REFERENCE §8.2).
+`nl.mgrid`; `neuronxcc.nki._private.private_api`'s multi-core `sendrecv` and `core_barrier`;
+`neuronxcc.starfish.support.dtype.bfloat16`, the numpy scalar type), and nki 0.3+'s `nki.collectives` (not implemented, as in the official simulator: REFERENCE §8.2).
 Any other name there becomes an op that reports `unsupported_op` with the kernel's file:line when called, so an
 import alone never fails a kernel."""
 
@@ -40,6 +41,11 @@ def beta_modules() -> dict[str, types.ModuleType]:
         "neuronxcc.nki._private": _module("neuronxcc.nki._private", "compiler-private API"),
         "neuronxcc.nki._private.private_api": _module("neuronxcc.nki._private.private_api", "compiler-private API",
                                                       prefix="private_api."),
+        # the numpy bfloat16 type neuronx-cc ships; nki-samples' kernels and tests import it from here
+        "neuronxcc.starfish": _module("neuronxcc.starfish", "compiler internals"),
+        "neuronxcc.starfish.support": _module("neuronxcc.starfish.support", "compiler internals"),
+        "neuronxcc.starfish.support.dtype": _module("neuronxcc.starfish.support.dtype", "numpy dtypes",
+                                                    bfloat16=dtypes.bfloat16.type),
     }
 
 

@@ -43,3 +43,27 @@ def test_transpose_mode_keeps_undefined_partitions_in_place_on_v3():
     np.testing.assert_array_equal(got, 2 * x)
     v2 = simulate(mod.ragged_roundtrip, x, target="trn1").outputs[0]
     assert np.isnan(v2).all()
+
+
+# neuronx-cc's numpy bfloat16 scalar type, imported by name from the compiler package (nki-samples' kernels and tests)
+STARFISH_BF16 = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+from neuronxcc.starfish.support.dtype import bfloat16
+
+
+@nki.jit
+def halve(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, nl.multiply(t, np.asarray(0.5, dtype=bfloat16), dtype=x.dtype))
+    return out
+'''
+
+
+def test_starfish_bfloat16_import_is_the_numpy_bfloat16_type():
+    mod = load_kernel(STARFISH_BF16, display="halve.py")
+    x = RNG.standard_normal((128, 64)).astype(np.float32)
+    got = simulate(mod.halve, x).outputs[0]
+    np.testing.assert_array_equal(got, x * 0.5)
