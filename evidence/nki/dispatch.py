@@ -86,6 +86,10 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         for t in (c.out, *c.ins, v):
             if t is not None and t.alloc.live is not None:
                 _touch(t.alloc.live, seq)
+        if c.out.alloc.buffer == "psum":
+            for t in (v, *c.ins):  # the bound value, or the addend of `acc += ...`
+                if t is not None:
+                    _written_in_place(t, seq)
         if st.recorder.keep:
             _forward(st, c)
     if st.trace_only:
@@ -248,6 +252,8 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
         reads[slot] += _nbytes(t)
         shapes.append(t.shape)
         if slot == 2:
+            if t.alloc.live[2] == 0 and t.alloc.held:
+                t.alloc.live[2] = t.alloc.held  # read again after binding: it was a tile of its own after all
             _touch(t.alloc.live, seq)
     writes = [0, 0, 0]
     if out is not None:
@@ -311,6 +317,16 @@ def _mask_extent(mask: np.ndarray, shape: tuple) -> tuple[int, int] | None:
     on = int(np.count_nonzero(m))
     rows = m.reshape(m.shape[0], -1).any(axis=1) if m.shape[0] else m.reshape(0)
     return on, int(np.count_nonzero(rows))
+
+
+def _written_in_place(v, seq: int) -> None:
+    """An instruction's fresh PSUM result bound to a PSUM destination (`acc[...] = nc_matmul(...)`, `acc += ...`)
+    the instruction wrote straight into the destination: the result needs no bank of its own (it made a kernel
+    that pins all 8 banks by direct allocation read 9 and a false psum_capacity_exceeded). An instruction that
+    reads the result again later gives the bank back (`_record`)."""
+    live = v.alloc.live
+    if live is not None and v.producer not in (None, "dma") and live[0] == live[1] == seq and live[2] > 0:
+        live[2] = 0
 
 
 def _touch(live: list[int], seq: int) -> None:

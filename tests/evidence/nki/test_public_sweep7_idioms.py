@@ -67,3 +67,68 @@ def test_starfish_bfloat16_import_is_the_numpy_bfloat16_type():
     x = RNG.standard_normal((128, 64)).astype(np.float32)
     got = simulate(mod.halve, x).outputs[0]
     np.testing.assert_array_equal(got, x * 0.5)
+
+
+# Every PSUM bank pinned by direct allocation, each block written by a matmul bound straight into it (`=` and `+=`),
+# all blocks live until the end: 8 banks, as on hardware, where the matmul writes its destination directly
+ALL_BANKS = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+def bank_of(idx, parts, fbytes):
+    return (idx[0], 0, 0)
+
+
+@nki.jit
+def all_banks(a, b):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    bt = nl.load(b)
+    blocks = nl.ndarray((8, nl.par_dim(128), 512), dtype=np.float32, buffer=ncc.psum.alloc(bank_of))
+    for i in nl.affine_range(8):
+        blocks[i] = nisa.nc_matmul(at, bt)
+        blocks[i] += nisa.nc_matmul(at, bt)
+    acc = nl.zeros((128, 512), dtype=np.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(8):
+        acc[...] = nl.add(acc, blocks[i])
+    nl.store(out, acc)
+    return out
+'''
+
+KEPT_RESULT = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def kept(a, b):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    bt = nl.load(b)
+    acc = nl.zeros((128, 512), dtype=np.float32, buffer=nl.psum)
+    r = nisa.nc_matmul(at, bt)
+    acc[...] = r
+    both = nl.add(acc, r)
+    nl.store(out, both)
+    return out
+'''
+
+
+def test_a_matmul_bound_into_pinned_psum_takes_no_bank_of_its_own():
+    a = RNG.standard_normal((128, 128)).astype(np.float32)
+    b = RNG.standard_normal((128, 512)).astype(np.float32)
+    sim = simulate(load_kernel(ALL_BANKS, display="banks.py").all_banks, a, b)
+    np.testing.assert_allclose(sim.outputs[0], 16 * (a.T @ b), rtol=2e-5, atol=1e-3)
+    assert sim.report.psum_peak_banks == 8
+    assert "psum_capacity_exceeded" not in {f.code for f in sim.report.findings}
+    # a result read again after it was bound is a tile of its own: both count
+    sim = simulate(load_kernel(KEPT_RESULT, display="kept.py").kept, a, b)
+    np.testing.assert_allclose(sim.outputs[0], 2 * (a.T @ b), rtol=2e-5, atol=1e-3)
+    assert sim.report.psum_peak_banks == 2
+
