@@ -56,6 +56,18 @@ def _placed_banks(place, shape: tuple, pdim: int, dt) -> set[int] | None:
     return banks
 
 
+def _hold_tiles(st, alloc, tiles: int, shape: tuple, pdim: int) -> None:
+    """A modulo-allocated SBUF tensor (`ncc.sbuf.mod_alloc(num_free_tiles=...)`) occupies `tiles` physical tiles,
+    not one per logical block: the SBUF peak counts those (a pipelined attention whose [128 groups, 128, 2048]
+    buffers rotate through 2 tiles read as 8 MiB per partition and a false sbuf_capacity_exceeded)."""
+    held = min(alloc.held, tiles * dtypes.itemsize(alloc.dtype) * int(math.prod(shape[pdim + 1:])))
+    st.free_onchip("sbuf", alloc.held - held)
+    alloc.held = held
+    rec = st.recorder
+    if rec.keep:
+        rec.allocs[alloc.uid] = ("sbuf", held)
+
+
 def _shape(st, shape) -> tuple[tuple[int, ...], int]:
     if isinstance(shape, int):
         shape = (shape,)
@@ -110,6 +122,9 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
                 data = np.full(shape, init, dtype=dtypes.storage(dt))
         alloc = Alloc(st, buf, shape, dt, data, pdim, name, uninit=init is None)
         alloc.zeros = data is not None and zeros
+        tiles = getattr(buffer, "tiles", None)
+        if buf == "sbuf" and tiles is not None and pdim > 0:
+            _hold_tiles(st, alloc, tiles, shape, pdim)
         banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt) if buf == "psum" else None
         pinned = st.pin_banks(banks) if banks is not None else None
         if pinned is not None and alloc.live is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 
@@ -44,9 +46,10 @@ class Buffer:
     allocation of PSUM (`ncc.psum.alloc(func)`, `mod_alloc(...)`) also carries `place`: block index -> the
     bank it is placed in, which the PSUM peak counts instead of the compiler's allocation (create.allocate)."""
 
-    def __init__(self, kind: str, place=None) -> None:
+    def __init__(self, kind: str, place=None, tiles: int | None = None) -> None:
         self.kind = kind
         self.place = place
+        self.tiles = tiles  # SBUF `mod_alloc`: the physical tiles its logical blocks rotate through
 
     def __repr__(self) -> str:
         return self.kind
@@ -67,9 +70,16 @@ class Buffer:
             return Buffer(self.kind)
         return Buffer(self.kind, lambda idx, parts, fbytes: func(idx, parts, fbytes)[0])
 
-    def mod_alloc(self, *a, base_bank=0, num_bank_tiles=(), **k):
+    def mod_alloc(self, *a, base_bank=0, num_bank_tiles=(), num_free_tiles=(), **k):
         """PSUM: block `idx` goes to bank `base_bank + linear(idx mod num_bank_tiles)` (the documented modulo
-        allocation); SBUF placement does not enter any estimate."""
+        allocation). SBUF: block `idx` goes to physical tile `linear(idx mod num_free_tiles)`, so the tensor
+        holds that many tiles' bytes however many logical blocks it has (its address does not enter any estimate)."""
+        if self.kind == "sbuf":
+            try:
+                tiles = math.prod(int(n) for n in num_free_tiles) if num_free_tiles else 1
+            except (TypeError, ValueError):  # read as the compiler would reject it, not here
+                tiles = None
+            return Buffer(self.kind, tiles=tiles if tiles and tiles > 0 else None)
         if self.kind != "psum":
             return Buffer(self.kind)
 
