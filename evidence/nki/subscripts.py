@@ -300,6 +300,27 @@ def _partition_start_rule(t: Tensor, k: slice, n: int) -> str | None:
     return None
 
 
+def _slices_as_grids(t: Tensor, key: tuple) -> list | None:
+    """A beta subscript of slices only, one of them past the tensor's end, as the index grids it stands for
+    (`a:b` is `a + arange(b - a)` on its axis): the access is then checked against the instruction's mask when
+    it runs, as the compiler checks it (REFERENCE §2: a static out-of-bounds access is fixed with a mask; the
+    neuron-team decode attention writes `qk[:, off:off + 512]` past a short context under such a mask). None
+    for any other subscript, and in nki 0.3+, which has no masks."""
+    if _state.current().dialect != "beta" or not key or not all(isinstance(k, slice) for k in key):
+        return None
+    grids = []
+    for i, (k, n) in enumerate(zip(key, t.shape)):
+        start = 0 if k.start is None else k.start
+        stop = n if k.stop is None else k.stop
+        step = 1 if k.step is None else k.step
+        if start < 0 or stop < 0 or step <= 0:
+            return None
+        shape = [1] * len(key)
+        shape[i] = len(range(start, stop, step))
+        grids.append(np.arange(start, stop, step, dtype=np.int64).reshape(shape))
+    return grids
+
+
 def _basic(t: Tensor, key: tuple) -> Tensor:
     shape = t.shape
     if t.adv is not None:
@@ -328,6 +349,9 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
         elif isinstance(k, slice):
             start, stop = k.start, k.stop
             if (stop is not None and stop > n) or (start is not None and start > n):
+                grids = _slices_as_grids(t, key)
+                if grids is not None:
+                    return _advanced(t, grids)
                 raise _state.current().error(
                     "err_tensor_access_out_of_bound",
                     f"index range [{start or 0}, {stop}] exceed dimension size of {n} (axis {i})",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from evidence.nki import load_kernel, simulate
+import pytest
+
+from evidence.nki import SimulationError, load_kernel, simulate
 
 RNG = np.random.default_rng(71)
 
@@ -166,3 +168,35 @@ def test_modulo_allocated_sbuf_holds_its_physical_tiles_only():
     # left to the compiler, a block-dimension tensor is counted whole: the capacity finding stays
     sim = simulate(load_kernel(ROTATING_SBUF.replace("PLACE", "nl.sbuf"), display="rotating.py").rotating, x)
     assert "sbuf_capacity_exceeded" in {f.code for f in sim.report.findings}
+
+
+# A fixed tiling wider than the data: each 128-column step writes `dst[:, off:off + 128]` under a mask that leaves
+# out the columns past the tile's end, so the last step's slice runs past it (beta: the mask makes it legal)
+MASKED_SLICE = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def doubled(x):
+    n = x.shape[1]
+    out = nl.ndarray((128, n), dtype=x.dtype, buffer=nl.shared_hbm)
+    src = nl.load(x)
+    dst = nl.ndarray((128, n), dtype=x.dtype, buffer=nl.sbuf)
+    i_f = nl.arange(128)[None, :]
+    for j in nl.affine_range(3):
+        dst[:, j * 128:(j + 1) * 128] = nl.multiply(src[nl.arange(128)[:, None], j * 128 + i_f], 2.0, MASK)
+    nl.store(out, dst)
+    return out
+'''
+
+
+def test_a_slice_past_the_end_is_checked_against_the_instructions_mask():
+    x = RNG.standard_normal((128, 300)).astype(np.float32)
+    mod = load_kernel(MASKED_SLICE.replace("MASK", "mask=j * 128 + i_f < n"), display="doubled.py")
+    np.testing.assert_array_equal(simulate(mod.doubled, x).outputs[0], 2 * x)
+    unmasked = load_kernel(MASKED_SLICE.replace(", MASK", ""), display="doubled.py")
+    with pytest.raises(SimulationError, match="err_tensor_access_out_of_bound"):
+        simulate(unmasked.doubled, x)
+
