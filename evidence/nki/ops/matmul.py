@@ -285,13 +285,15 @@ def cost_matmul(st, c: Call) -> float:
 
 def check_transpose(st, x, *, dtype=None, mask=None, **_):
     x = tile(st, x, "transpose", "x")
-    if len(x.shape) != 2:
+    if len(x.shape) not in (1, 2):
         raise st.error("err_exceed_max_supported_dimension", f"'transpose' takes a 2-D tile, got {list(x.shape)}")
-    _limit(st, x, 1, PMAX, "transpose", "x")
+    # a reduction's [P] result (no keepdims) acts as [P, 1] (REFERENCE §9.1): its transpose is [1, P]
+    f = x.shape[1] if len(x.shape) == 2 else 1
+    _limit(st, x, 1, PMAX, "transpose", "x", f)
     c = Call("transpose", "tensor")
     c.mask = op_mask(st, mask)
     c.ins = [x]
-    c.out = c.result = fresh(st, (x.shape[1], x.shape[0]), resolve_dtype(st, dtype, x.dtype))
+    c.out = c.result = fresh(st, (f, x.shape[0]), resolve_dtype(st, dtype, x.dtype))
     return c
 
 
@@ -321,7 +323,7 @@ def exec_transpose(st, c: Call) -> None:
 OPS = table(
     Op("nisa.nc_matmul", check_nc_matmul, exec_matmul, cost_matmul, concurrent=True),
     Op("matmul", check_matmul, exec_matmul, cost_matmul, concurrent=True),
-    Op("transpose", check_transpose, exec_transpose, lambda st, c: max(c.ins[0].shape[0], min(64, c.ins[0].shape[1]))),
+    Op("transpose", check_transpose, exec_transpose, lambda st, c: max(c.ins[0].shape[0], min(64, free_size(c.ins[0].shape)))),
     Op("nisa.nc_transpose", check_nc_transpose, exec_transpose,
        lambda st, c: max(c.ins[0].shape[0], min(64, free_size(c.ins[0].shape))) if c.engine == "tensor" else max(MIN_II, free_size(c.ins[0].shape))),
 )

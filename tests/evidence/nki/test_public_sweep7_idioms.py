@@ -200,3 +200,27 @@ def test_a_slice_past_the_end_is_checked_against_the_instructions_mask():
     with pytest.raises(SimulationError, match="err_tensor_access_out_of_bound"):
         simulate(unmasked.doubled, x)
 
+
+# A row sum reduced without keepdims ([P]) transposed into a row and broadcast down the partitions
+ROW_OF_SUMS = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def sums_row(x):
+    out = nl.ndarray((64, 16), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    s = nisa.tensor_reduce(np.add, data=t, axis=-1, dtype=np.float32)
+    row = nl.transpose(s).broadcast_to((64, 16))
+    nl.store(out, nl.copy(row))
+    return out
+'''
+
+
+def test_transpose_of_a_partition_only_reduction_is_a_row():
+    x = RNG.standard_normal((16, 40)).astype(np.float32)
+    got = simulate(load_kernel(ROW_OF_SUMS, display="sums_row.py").sums_row, x).outputs[0]
+    np.testing.assert_allclose(got, np.broadcast_to(x.sum(axis=1)[None, :], (64, 16)), rtol=1e-5)
