@@ -24,6 +24,10 @@ class SharedHbmNested(Rule):
     is traced: the compiler sees the allocation at kernel level or not at all, so it is not
     flagged. An `if` on a tile (a runtime condition) still is.
 
+    A kernel whose decorator passes `experimental_flags='...skip-non-top-level-shared-hbm-check...'` tells
+    the compiler to skip exactly this check (the neuron-team decode attention creates a reduction buffer in a
+    helper that way): not flagged inside it.
+
     Fix: allocate outputs once at the top of the kernel body and write into slices of them from
     the loops.
     """
@@ -34,6 +38,9 @@ class SharedHbmNested(Rule):
     performance = False
     VALID = [
         _HEAD + "@nki.jit\ndef k(a):\n    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n    return out\n",
+        _HEAD + "@nki.jit(experimental_flags='skip-non-top-level-shared-hbm-check')\ndef k(a):\n"
+        "    def helper():\n        return nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    return helper()\n",
         Valid(_HEAD + "@nki.jit\ndef k(a, training=True):\n    if training:\n"
               "        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n    else:\n"
               "        out = None\n    return out\n", inputs={"a": ((128, 64), "float32")}),
@@ -67,6 +74,9 @@ class SharedHbmNested(Rule):
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ALLOC_CALLS or call.tensor is None or call.tensor.buffer != "shared_hbm":
             return
+        line = self.ctx.lines(call.node)[0]
+        if any(f.is_kernel and f.start <= line <= f.end and _skips_check(f.node) for f in self.ctx.functions):
+            return
         fn = call.function
         if call.loops:
             self.report(call.node, f"shared_hbm tensor created inside a loop (line {call.loops[-1].start})",
@@ -75,3 +85,19 @@ class SharedHbmNested(Rule):
             self.report(call.node, "shared_hbm tensor created inside a nested block", labels={"scope": "block"})
         elif fn is not None and not fn.is_kernel:
             self.report(call.node, f"shared_hbm tensor created in helper '{fn.name}'", labels={"scope": "helper"})
+
+
+SKIP_FLAG = "skip-non-top-level-shared-hbm-check"
+
+
+def _skips_check(node: cst.FunctionDef) -> bool:
+    """Does a decorator of `node` pass the compiler flag that skips the nested shared_hbm check?"""
+    for d in node.decorators:
+        if not isinstance(d.decorator, cst.Call):
+            continue
+        for arg in d.decorator.args:
+            value = arg.value
+            if (arg.keyword is not None and arg.keyword.value == "experimental_flags"
+                    and isinstance(value, cst.SimpleString) and SKIP_FLAG in str(value.evaluated_value)):
+                return True
+    return False
