@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import libcst as cst
+
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import CallInfo
@@ -51,6 +53,16 @@ class HoistableLoad(Rule):
                 inputs={"a": ((512, 512), "bfloat16"), "b": ((128, 512), "bfloat16")}, line=8),
     ]
 
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self._guards: list[frozenset[int]] = []  # loops the tests of the enclosing `if`s depend on
+
+    def visit_If(self, node: cst.If) -> None:
+        self._guards.append(self.ctx.deps(node.test)[0])
+
+    def leave_If(self, node: cst.If) -> None:
+        self._guards.pop()
+
     def on_call(self, call: CallInfo) -> None:
         if not call.loops:
             return
@@ -62,7 +74,10 @@ class HoistableLoad(Rule):
                 return
             # Only the HBM side decides what is re-read: the destination tile may be fresh each iteration.
             t, deps = load[1], self.ctx.deps(load[0])[0]
-        invariant = [lp for lp in call.loops if lp.id not in deps and (lp.trip is None or lp.trip > 1)]
+        # under `if t == last:` the load runs on one iteration of t, not on each: t does not repeat it
+        guarded = frozenset().union(*self._guards) if self._guards else frozenset()
+        invariant = [lp for lp in call.loops
+                     if lp.id not in deps and lp.id not in guarded and (lp.trip is None or lp.trip > 1)]
         if not invariant:
             return
         per_load = t.total_bytes if t is not None else None
