@@ -175,7 +175,9 @@ class _FileAnalysis:
                      for a in node.names]
         for module, bound, qualified, shown in pairs:
             if bound != "*":
-                self.bindings[bound] = qualified.lstrip(".")
+                # a relative import names the submission's own module (nkilib's `utils/logging.py`), never the
+                # standard library's module of that name: its binding keeps the dots, so no system rule matches it
+                self.bindings[bound] = qualified
             self.imports.append((region, node.lineno, module, (bound,) if bound != "*" else (), shown))
 
     def _qualified(self, node: ast.AST) -> str | None:

@@ -168,3 +168,29 @@ def test_logging_level_numbers_are_not_system_access_but_its_handlers_are():
             return a
     """)
     assert ("system_access", "high", "logging.getLogger", 9) in got and report.blocking
+
+
+def test_a_relative_import_of_a_helper_named_like_a_system_module_is_the_submissions_own():
+    # library trees keep their own `utils/logging.py`; `from .logging import get_logger` cannot reach the stdlib
+    helper = "def get_logger(name):\n    return name\n"
+    for line in ("from .logging import get_logger", "from . import logging\nget_logger = logging.get_logger"):
+        got, report = findings(f"""
+            {line.splitlines()[0]}
+            {line.splitlines()[1] if len(line.splitlines()) > 1 else ''}
+
+            @nki.jit
+            def kernel(a):
+                get_logger("k")
+                return a
+        """, **{"logging.py": helper})
+        assert got == set() and report.blocking == ()
+    # the absolute import is still the standard library's
+    got, report = findings("""
+        from logging import getLogger
+
+        @nki.jit
+        def kernel(a):
+            getLogger().addHandler(None)
+            return a
+    """)
+    assert report.blocking
