@@ -147,7 +147,10 @@ def _small_dma_candidates(events, lines) -> list[Candidate]:
         return []
     (file, line), _ = max(small_lines.items(), key=lambda kv: len(kv[1]))
     per_partition = min(_bytes(events[i]) // max(events[i].partitions, 1) for v in small_lines.values() for i in v)
-    where = ", ".join(f"{ln}" for _, ln in sorted(small_lines, key=lambda k: k[1]))
+    # the candidate is located in `file`; lines of other files (a helper module's DMAs) carry their file, since a
+    # bare number would point into the wrong one
+    where = ", ".join(f"{ln}" if f == file else f"{f}:{ln}"
+                      for f, ln in sorted(small_lines, key=lambda k: (k[0] != file, k[0], k[1])))
     return [Candidate("small-dma", "trace", file, line,
                       f"batching the {total} transfers under {SMALL_DMA_BYTES // 1024} KiB per partition (lines {where}) "
                       f"to >= {BATCHED_DMA_BYTES // 1024} KiB per partition",

@@ -87,3 +87,37 @@ def test_overlap_whatif_is_the_busiest_resource():
     busy = base.engine_busy_s
     assert w.time_s == pytest.approx(max(busy["scalar"], busy["dma_load"] + busy["dma_store"] + busy["dma_copy"],
                                          busy["hbm"]))
+
+
+def test_small_dma_whatif_names_the_file_of_a_helper_modules_lines(tmp_path):
+    # a kernel whose small transfers sit partly in a helper module: a bare line number would point into the kernel
+    (tmp_path / "helper.py").write_text(HEADER_HELPER)
+    (tmp_path / "kernel.py").write_text(KERNEL_WITH_HELPER)
+    from evidence.nki import load_kernel, simulate
+    mod = load_kernel(tmp_path / "kernel.py", display="kernel.py")
+    sim = simulate(mod.kernel, nt.tensor[[128, 4], nl.float32], target="trn1", trace_only=True)
+    _, wis = _wis(sim)
+    (w,) = [w for (code, _), w in wis.items() if code == "small-dma"]
+    assert w.file == "kernel.py" and "(lines 8, 10, helper.py:6)" in w.change, w.change
+
+
+HEADER_HELPER = """import nki.isa as nisa
+import nki.language as nl
+
+
+def bounce(dst, src):
+    nisa.dma_copy(dst=dst, src=src)
+"""
+KERNEL_WITH_HELPER = """import nki
+import nki.isa as nisa
+import nki.language as nl
+from helper import bounce
+
+@nki.jit
+def kernel(x):
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf); nisa.dma_copy(dst=t, src=x)
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    u = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf); nisa.dma_copy(dst=u, src=x)
+    bounce(out, t)
+    return out
+"""
