@@ -57,3 +57,32 @@ def gathered(start: int, shape, steps, rows: np.ndarray, row_elems: int) -> np.n
         axis[k] = n
         grid = grid + s * np.arange(n, dtype=np.int64).reshape(axis)
     return grid
+
+
+class UnaddressableView:
+    """A static `.ap()` view reaching outside its tensor. Building one is legal: the bounds are the
+    instruction's to check (nkilib's transposed output projection builds a stationary view for every PSUM
+    group slot and skips the matmuls of slots past the last, in kernels tested on hardware). Its shape,
+    dtype and buffer answer; an instruction taking it, or anything else done with it, is
+    `err_tensor_access_out_of_bound` at that line."""
+
+    __slots__ = ("shape", "dtype", "buffer", "message", "state")
+
+    def __init__(self, shape, dtype, buffer: str, message: str, state) -> None:
+        self.shape, self.dtype, self.buffer, self.message, self.state = tuple(shape), dtype, buffer, message, state
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def error(self):
+        return self.state.error("err_tensor_access_out_of_bound", self.message)
+
+    def __getattr__(self, name: str):
+        raise self.error()
+
+    def __getitem__(self, key):
+        raise self.error()
+
+    def __repr__(self) -> str:
+        return f"UnaddressableView({list(self.shape)})"

@@ -17,6 +17,7 @@ import numpy as np
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
+from evidence.nki.access_pattern import UnaddressableView
 from evidence.nki.accumulation import COPY_OPS, is_addition
 from evidence.nki.errors import SimulationError, UnsupportedOpError
 from evidence.nki.indexing import full_mask
@@ -62,6 +63,9 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
             file,
             line,
         )
+    for a in (*args, *kwargs.values(), into):
+        if isinstance(a, UnaddressableView):  # an out-of-bounds `.ap()` view is an error where it is used
+            raise a.error()
     redundant_before = st.redundant_bytes
     c = op.check(st, *args, **kwargs)
     if into is not None:

@@ -412,9 +412,11 @@ class Tensor(TensorOperators, HostAccessGuard):
             idx = np.unravel_index(flat, self.alloc.shape)
             return Tensor(self.alloc, None, shape, 0, adv=(Tensor.whole(self.alloc), idx, shape))
         lo, hi = access_pattern.span(start, shape, steps)
-        if lo < 0 or hi >= size:
-            raise st.error("err_tensor_access_out_of_bound", f"access pattern {pattern} (offset {start}) addresses "
-                           f"elements [{lo}, {hi}] of tensor {list(self.alloc.shape)} ({size} elements)")
+        if lo < 0 or hi >= size:  # an error only where an instruction uses it (access_pattern.UnaddressableView)
+            file, line = st.where()
+            return access_pattern.UnaddressableView(
+                shape, self.dtype, self.alloc.buffer, f"access pattern {pattern} (offset {start}, built at "
+                f"{file}:{line}) addresses elements [{lo}, {hi}] of tensor {list(self.alloc.shape)} ({size} elements)", st)
 
         def sub(a):
             if a is None:
