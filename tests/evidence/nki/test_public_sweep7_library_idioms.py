@@ -1,0 +1,51 @@
+"""Semantics the seventh public-kernel sweep (nki-library kernels) found mishandled, each on a kernel written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evidence.nki import SimulationError, load_kernel, simulate
+
+RNG = np.random.default_rng(71)
+
+# Column sums of `x` [128, 4], one `.ap()` view per slot of a fixed-size group, built before the guard that
+# skips slots past the tensor's last column: building a view that reaches outside is legal, using it is not.
+GUARDED_SLOTS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def slots(x):
+    P, F = x.shape
+    SLOTS = 8
+    t = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    acc = nl.ndarray((P, SLOTS), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, value=0.0)
+    for s in range(SLOTS):
+        col = t.ap(pattern=[[F, P], [1, 1]], offset=s)
+        if s < LIMIT:
+            nisa.tensor_copy(dst=acc[:, s:s + 1], src=col)
+    out = nl.ndarray((P, SLOTS), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+'''
+
+
+def test_an_out_of_bounds_access_pattern_is_an_error_only_where_an_instruction_uses_it():
+    x = RNG.standard_normal((128, 4)).astype(np.float32)
+    mod = load_kernel(GUARDED_SLOTS.replace("LIMIT", "F"), display="slots.py")
+    got = simulate(mod.slots, x).outputs[0]
+    np.testing.assert_array_equal(got[:, :4], x)
+    np.testing.assert_array_equal(got[:, 4:], 0)
+    mod = load_kernel(GUARDED_SLOTS.replace("LIMIT", "F + 1"), display="slots.py")
+    with pytest.raises(SimulationError) as info:
+        simulate(mod.slots, x)
+    assert info.value.code == "err_tensor_access_out_of_bound"
+    lines = GUARDED_SLOTS.splitlines()
+    assert info.value.line == lines.index("            nisa.tensor_copy(dst=acc[:, s:s + 1], src=col)") + 1
+    built = lines.index("        col = t.ap(pattern=[[F, P], [1, 1]], offset=s)") + 1
+    assert f"built at slots.py:{built}" in info.value.message
