@@ -104,7 +104,8 @@ def exec_dma_compute(st, c: Call) -> None:
 def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, **_):
     src = tile(st, src, "dma_transpose", "src", ANY)
     nd = len(src.shape)
-    axes = tuple(axes) if axes is not None else tuple(reversed(range(nd)))
+    # the documented default permutation: [1, 0], [2, 1, 0] and, for a 4-d tile, [3, 1, 2, 0] (not the reversal)
+    axes = tuple(axes) if axes is not None else {4: (3, 1, 2, 0)}.get(nd, tuple(reversed(range(nd))))
     if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)):
         raise st.error("err_unsupported_transpose_axes", f"dma_transpose axes {axes} not in (1,0), (2,1,0), (3,1,2,0)")
     shape = tuple(src.shape[a] for a in axes)

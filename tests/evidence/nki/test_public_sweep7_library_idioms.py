@@ -49,3 +49,29 @@ def test_an_out_of_bounds_access_pattern_is_an_error_only_where_an_instruction_u
     assert info.value.line == lines.index("            nisa.tensor_copy(dst=acc[:, s:s + 1], src=col)") + 1
     built = lines.index("        col = t.ap(pattern=[[F, P], [1, 1]], offset=s)") + 1
     assert f"built at slots.py:{built}" in info.value.message
+
+
+# A 4-d DMA transpose without `axes`: the documented default permutation of a 4-d tile is [3, 1, 2, 0]
+TRANSPOSE_4D = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def swap_outer(x):
+    A, B, C, D = x.shape
+    t = nl.ndarray((D, B, C, A), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(t, x)
+    out = nl.ndarray((D, B, C, A), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_a_4d_dma_transpose_defaults_to_the_documented_permutation():
+    import ml_dtypes
+    x = RNG.standard_normal((16, 2, 3, 8)).astype(ml_dtypes.bfloat16)
+    mod = load_kernel(TRANSPOSE_4D, display="swap_outer.py")
+    got = simulate(mod.swap_outer, x).outputs[0]
+    np.testing.assert_array_equal(got, np.transpose(x, (3, 1, 2, 0)))
