@@ -33,7 +33,8 @@ class Tensor(TensorOperators, HostAccessGuard):
     its values are refused (host_access.HostAccessGuard)."""
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
-                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last", "written")
+                 "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last", "written",
+                 "reinterpreted")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -62,6 +63,7 @@ class Tensor(TensorOperators, HostAccessGuard):
         self.views = None  # the fast path's views cut from this tensor: (recipe, starts) -> what to build them from
         self.last = None  # (key, view) of the last `self[key]` the fast path served (see `assigns_itself`)
         self.written = False  # every element is known written: writes never unwrite, so it stays so (`_covered`)
+        self.reinterpreted = False  # a view of the bytes as another dtype (`.view(dt)`, `.ap(dtype=)`): no wmask
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -378,12 +380,14 @@ class Tensor(TensorOperators, HostAccessGuard):
             values = dtypes.to_f32(self.read()) + values  # onto undefined data: an undefined read
         self.write(values, valid)
 
-    def ap(self, pattern, offset=0, scalar_offset=None, vector_offset=None, indirect_dim=0, **_) -> Tensor:
+    def ap(self, pattern, offset=0, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None, **_) -> Tensor:
         """nki 0.3+ access pattern over this tensor's row-major layout (see evidence.nki.access_pattern)."""
         st = self.alloc.state
         base = self.alloc.data
         if self.adv is not None:
             raise st.error("err_invalid_access_pattern", "'.ap' on an indexed gather; call it on the tensor")
+        if dtype is not None and dtypes.storage(dtypes.resolve(dtype)) != dtypes.storage(dtypes.resolve(self.dtype)):
+            return self._reinterpreting_ap(pattern, offset, dtypes.resolve(dtype))
         try:
             shape, steps = access_pattern.parse(pattern)
         except ValueError as exc:
@@ -428,9 +432,67 @@ class Tensor(TensorOperators, HostAccessGuard):
         a = self.alloc
         return Tensor(a, sub(base), shape, 0, sub(a.wmask), sub(a.stamp), sub(a.lmask))
 
+    def _mark_bytes_written(self, mask) -> None:
+        """A write through a view of the bytes as another dtype: the allocation's elements holding any written
+        byte count as written (bytes written into a bf16 tile through a uint8 view are defined bf16 values)."""
+        alloc, data = self.alloc, self.data
+        base = alloc.data
+        off = data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        byte_off = np.full((), off, np.int64)
+        for n, stride in zip(data.shape, data.strides):
+            byte_off = np.add.outer(byte_off, np.arange(n, dtype=np.int64) * stride)
+        if mask is not None:
+            byte_off = byte_off[full_mask(mask, self.shape)]
+        elems = np.unique((byte_off.reshape(-1, 1) + np.arange(data.itemsize)).reshape(-1) // base.itemsize)
+        if alloc.cov is not None:
+            alloc.cov.irregular()
+        write_records.sync(alloc)
+        flat = alloc.wmask.reshape(-1)
+        fresh_ = int(elems.size - np.count_nonzero(flat[elems]))
+        flat[elems] = True
+        if alloc.unwritten is not None:
+            alloc.unwritten -= fresh_
+        write_records.settle(alloc)
+
+    def _reinterpreting_ap(self, pattern, offset, dt) -> Tensor:
+        """`.ap(..., dtype=)` with another dtype: the documented reinterpret cast, the pattern and offset counted
+        in elements of the new dtype over the same bytes. Like a `.view(dtype)`, it keeps no written-element
+        bookkeeping (defined bytes read as another type can be NaN patterns)."""
+        st = self.alloc.state
+        try:
+            shape, steps = access_pattern.parse(pattern)
+        except ValueError as exc:
+            raise st.error("err_invalid_access_pattern", str(exc)) from None
+        old = dtypes.storage(dtypes.resolve(self.dtype)).itemsize
+        d = dtypes.storage(dt)
+        total = int(np.prod(self.alloc.shape, dtype=np.int64)) * old
+        if total % d.itemsize:
+            raise st.error("err_invalid_access_pattern", f"a {total}-byte tensor is not a whole number of {dt} elements")
+        size = total // d.itemsize
+        begin = 0 if st.trace_only else access_pattern.start_of(self.data, self.alloc.data) * old
+        start = begin // d.itemsize + int(offset)
+        lo, hi = access_pattern.span(start, shape, steps)
+        if lo < 0 or hi >= size:
+            file, line = st.where()
+            return access_pattern.UnaddressableView(
+                shape, dt, self.alloc.buffer, f"access pattern {pattern} (offset {start}, dtype {dt}, built at "
+                f"{file}:{line}) addresses elements [{lo}, {hi}] of a {size}-element {dt} view", st)
+        if st.trace_only:
+            data = np.broadcast_to(np.zeros((), d), shape)
+        else:
+            if not self.alloc.data.flags.c_contiguous:
+                raise st.error("err_invalid_access_pattern", f"'.ap' needs a contiguous tensor, {self!r} is not")
+            data = access_pattern.strided(self.alloc.data.reshape(-1).view(d), start, shape, steps)
+        r = Tensor(self.alloc, data, shape, 0)
+        r.dtype = dt
+        r.reinterpreted = True
+        return r
+
     def mark_written(self, mask: np.ndarray | None = None) -> None:
         """Count this (basic) view's elements, within `mask`, as holding defined values from now on."""
         if self.wmask is None or self.alloc.wmask is None:
+            if self.reinterpreted and self.alloc.wmask is not None and not self.alloc.state.trace_only:
+                self._mark_bytes_written(mask)
             return
         alloc = self.alloc
         cov = alloc.cov

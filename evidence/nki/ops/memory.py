@@ -418,6 +418,7 @@ def check_view(st, t, dt):
     data = t.data.view(d) if not st.trace_only else np.broadcast_to(np.zeros((), d), t.shape[:-1] + (t.shape[-1] * t.itemsize // d.itemsize,))
     r = Tensor(t.alloc, data, data.shape, t.pdim)
     r.dtype = dtypes.resolve(dt)
+    r.reinterpreted = True
     c.result = r
     return c
 

@@ -75,3 +75,46 @@ def test_a_4d_dma_transpose_defaults_to_the_documented_permutation():
     mod = load_kernel(TRANSPOSE_4D, display="swap_outer.py")
     got = simulate(mod.swap_outer, x).outputs[0]
     np.testing.assert_array_equal(got, np.transpose(x, (3, 1, 2, 0)))
+
+
+# `.ap(..., dtype=)` is the documented reinterpret cast (pattern and offset in elements of the new dtype); writes
+# through it, or through `.view(dtype)`, define the tile's bytes
+REINTERPRET = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def bits_of(x):
+    P, F = x.shape
+    t = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    out = nl.ndarray((P, F), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t.ap(pattern=[[F, P], [1, F]], offset=0, dtype=nl.int32))
+    return out
+
+
+@nki.jit
+def from_bytes(b):
+    P, F2 = b.shape
+    F = F2 // 2
+    t = nl.ndarray((P, F), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=BYTES_VIEW, src=b)
+    out = nl.ndarray((P, F), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_an_access_pattern_with_another_dtype_reinterprets_the_bytes():
+    import ml_dtypes
+    x = RNG.standard_normal((128, 4)).astype(np.float32)
+    mod = load_kernel(REINTERPRET.replace("BYTES_VIEW", "t"), display="bits.py")
+    np.testing.assert_array_equal(simulate(mod.bits_of, x).outputs[0], x.view(np.int32))
+    y = x.astype(ml_dtypes.bfloat16)
+    for view in ("t.ap(pattern=[[F2, P], [1, F2]], offset=0, dtype=nl.uint8)", "t.view(nl.uint8)"):
+        mod = load_kernel(REINTERPRET.replace("BYTES_VIEW", view), display="bits.py")
+        sim = simulate(mod.from_bytes, y.view(np.uint8))
+        np.testing.assert_array_equal(sim.outputs[0].view(np.uint16), y.view(np.uint16))
+        assert [f.code for f in sim.report.findings] == []
