@@ -31,7 +31,13 @@ class Kernel:
         if st is not None:  # a kernel calling another kernel: an inlined helper
             if self.grid:
                 raise st.error("err_nested_kernel_with_spmd_grid", f"kernel {self.__name__} with a grid called inside a kernel")
-            return self.func(*args, **kwargs)
+            if st.jit_depth == 0:  # called by a plain entry function (a harness): this is the top-level kernel
+                st.kernel_codes.add(self.func.__code__)
+            st.jit_depth += 1
+            try:
+                return self.func(*args, **kwargs)
+            finally:
+                st.jit_depth -= 1
         return simulate(self, *args, target=self.target(), **kwargs).returned
 
     def target(self) -> str:

@@ -128,6 +128,37 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.loaded[module.__name__] = module
 
 
+def _imported_dialect(tree: ast.Module, finder: _SubmissionModules, package: str, depth: int = 3) -> str | None:
+    """The NKI dialect of the first submission module `tree` imports (following imports `depth` deep) that
+    names one, or None."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            try:
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+                    if node.level else (node.module or "")
+            except (ImportError, ValueError):
+                continue
+            names += [base] + [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+    for name in names:
+        path = finder._path(name)
+        if path is None or not path.is_file():
+            continue
+        try:
+            sub = ast.parse(path.read_text())
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        found = next(iter(_dialect.imports(sub)), None)
+        if found is None and depth > 1:
+            pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            found = _imported_dialect(sub, finder, pkg, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
 def _read(path: Path, display: str) -> str:
     try:
         return path.read_text()
@@ -201,6 +232,10 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
         modules[package.__name__] = package
         home = Path(path_or_source).resolve().parent if _is_path(path_or_source) else None
         finder = _SubmissionModules(Path(root).resolve(), package.__name__, dialect, home)
+        if dialect is None:  # a wrapper importing no NKI itself runs in the dialect of the modules it imports
+            dialect = _imported_dialect(tree, finder, module.__package__)
+            if dialect is not None:
+                module.__nki_dialect__ = finder.dialect = dialect
     prev_target = _state.set_loading_target(target)
     # the module is registered while it executes (dataclasses and typing look it up), removed afterwards
     with shim_imports(module.__nki_dialect__, {**modules, module.__name__: module}):

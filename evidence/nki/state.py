@@ -58,6 +58,7 @@ class State:
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions
+        self.jit_depth = 0  # nki.jit kernels running (the entry counts when it is one; see kernel.Kernel.__call__)
         self._sites: dict = {}  # (id of a code object, instruction offset) -> ((kernel file, line), code): where()
         self.recorder = Recorder(keep_trace)
         self.findings: dict[tuple, Finding] = {}

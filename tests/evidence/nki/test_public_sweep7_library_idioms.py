@@ -118,3 +118,39 @@ def test_an_access_pattern_with_another_dtype_reinterprets_the_bytes():
         sim = simulate(mod.from_bytes, y.view(np.uint8))
         np.testing.assert_array_equal(sim.outputs[0].view(np.uint16), y.view(np.uint16))
         assert [f.code for f in sim.report.findings] == []
+
+
+# A plain entry function (a harness, importing no NKI itself) binding an option of a decorated kernel that lives in
+# a helper module: it runs in that module's dialect, and the kernel it calls is the top-level kernel
+SCALE_KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def scale(x, factor=1.0):
+    P, F = x.shape
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(t, t, op0=nl.multiply, operand0=factor)
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+HARNESS = '''
+from .kernels.scale import scale
+
+
+def doubled(x):
+    return scale(x, factor=2.0)
+'''
+
+
+def test_a_plain_entry_calling_a_decorated_kernel_of_a_helper_module(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "scale.py").write_text(SCALE_KERNEL)
+    (tmp_path / "entry.py").write_text(HARNESS)
+    mod = load_kernel(tmp_path / "entry.py", root=tmp_path)
+    x = RNG.standard_normal((128, 8)).astype(np.float32)
+    np.testing.assert_array_equal(simulate(mod.doubled, x).outputs[0], 2 * x)
