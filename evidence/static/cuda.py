@@ -22,6 +22,7 @@ SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "
 WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__reduce_", "__match_")
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+_INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -36,7 +37,10 @@ class CudaFunction:
     qualifier: str  # global | device | host
     start: int
     end: int
-    input_dtypes: tuple[str, ...]  # element dtypes of const pointer parameters
+    # Element dtypes of const pointer parameters and of all pointer parameters, in order; "?" where
+    # the element type is a template parameter or a typedef this reader cannot resolve (`const T*`,
+    # `const floatX*`): an unknown input is not the same as no input.
+    input_dtypes: tuple[str, ...]
     pointer_dtypes: tuple[str, ...]
     builtins: Counter = field(default_factory=Counter)  # "threadIdx.x" -> uses
     global_index: bool = False
@@ -190,10 +194,10 @@ class _Walker:
                 self._note_group(pname[-1], ptext)
                 if "*" in ptext or "[" in ptext:
                     self.pointers.add(pname[-1])
-            if "*" in ptext and dtype:
-                pointers.append(dtype)
+            if "*" in ptext:
+                pointers.append(dtype or "?")
                 if "const" in ptext.split("*")[0]:
-                    inputs.append(dtype)
+                    inputs.append(dtype or "?")
         self.fn_text = self.text(n)
         self.local_arrays = set()
         self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
@@ -549,11 +553,18 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     by_name = {fn.name: fn for fn in facts.functions}
 
     def own(fn: CudaFunction | None) -> str | None:
+        """The dtype a float accumulator of `fn` sums, "unknown" when a candidate input's element
+        type is a template parameter or typedef, None when `fn` has no pointer inputs to say."""
         if fn is None:
             return None
-        if fn.input_dtypes:
-            return fn.input_dtypes[0]
-        return fn.pointer_dtypes[0] if len(set(fn.pointer_dtypes)) == 1 else None
+        for dtypes, one in ((fn.input_dtypes, False), (fn.pointer_dtypes, True)):
+            # Integer index arrays (token ids, targets, offsets) are not what a float sum reads
+            # when the function has other inputs: `const int* targets` beside `const floatX* x`.
+            data = [d for d in dtypes if d not in _INDEX_DTYPES] or list(dtypes)
+            if not data or (one and len(set(data)) != 1):
+                continue
+            return "unknown" if "?" in data else data[0]
+        return None
 
     for acc in facts.accumulators:
         if "input_dtype" in acc.labels:  # an mma_sync's matrix_a fragment type

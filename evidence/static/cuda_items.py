@@ -9,7 +9,8 @@ from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.static.cuda import CudaFacts
 
 CUDA_KINDS = {
-    "cuda.kernel": "a __global__ kernel (labels: name, launch grid/block/line of its first launch when one is found, "
+    "cuda.kernel": "a __global__ kernel (labels: name, inputs = element dtypes of its const pointer parameters, ? for a "
+                   "template or typedef'd type, launch grid/block/line of its first launch when one is found, "
                    "template launches included; metrics: launch_sites, block_threads when every launch agrees)",
     "cuda.shared_memory": "a __shared__ array (labels: name, dtype, dims, dynamic; metrics: bytes when constant)",
     "cuda.sync": "barriers and fences (__syncthreads, cg::sync(g), g.sync(), __syncwarp, __threadfence) in one function "
