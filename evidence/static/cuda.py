@@ -23,6 +23,9 @@ WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
+_NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
+                  "dim3", "nullptr", "sizeof"}
+_VECTOR_TYPE = re.compile(r"u?(char|short|int|long|longlong)[1-4]|(float|double|half|__half|bfloat16|__nv_bfloat16)[1-4]")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -110,6 +113,8 @@ class _Walker:
         self.fn: CudaFunction | None = None
         self.depth = 0
         self.seen_acc: set[tuple[str, str]] = set()
+        self.tparams: set[str] = set()  # template parameters of the current function
+        self.type_names: set[str] = set()  # typedefs, `using` aliases and structs of the file
 
     def text(self, n: ts.Node) -> str:
         return self.src[n.start_byte:n.end_byte].decode(errors="replace")
@@ -181,6 +186,10 @@ class _Walker:
             # Member functions are named Struct::member so a kernel that uses the struct reaches them.
             name = f"{self.text(owner.child_by_field_name('name'))}::{name}"
         self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
+        tdecl = n.parent if n.parent is not None and n.parent.type == "template_declaration" else None
+        tlist = tdecl.child_by_field_name("parameters") if tdecl is not None else None
+        self.tparams = {w[-1] for p in (tlist.named_children if tlist is not None else ())
+                        if (w := _WORD.findall(self.text(p).split("=")[0]))}
         self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
         self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
@@ -254,6 +263,18 @@ class _Walker:
                 "dtype": dtype or "?", "dims": "x".join("?" if d is None else str(d) for d in dims) or "scalar",
                 "dynamic": str("extern" in text and not all(dims)).lower()}, value=nbytes))
 
+    def on_type_definition(self, n: ts.Node) -> None:
+        for d in n.children_by_field_name("declarator"):
+            self.type_names.update(_WORD.findall(self.text(d))[-1:])
+
+    def on_alias_declaration(self, n: ts.Node) -> None:
+        if (name := n.child_by_field_name("name")) is not None:
+            self.type_names.add(self.text(name))
+
+    def on_struct_specifier(self, n: ts.Node) -> None:
+        if (name := n.child_by_field_name("name")) is not None:
+            self.type_names.add(self.text(name).split("<")[0])
+
     def on_field_expression(self, n: ts.Node) -> bool:
         text = self.text(n)
         base = text.split(".")[0]
@@ -267,7 +288,19 @@ class _Walker:
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
         if self.fn is not None:
-            self.facts.calls.setdefault(self.fn.name.split("<")[0], set()).add(name.split("<")[0].strip())
+            callee, _, targs = name.partition("<")
+            calls = self.facts.calls.setdefault(self.fn.name.split("<")[0], set())
+            # A call through a template parameter (`warp_reduction(v)` in a template<reduction_func_t
+            # warp_reduction>) calls whatever the instantiation passed: that argument is the callee.
+            if callee.strip() not in self.tparams:
+                calls.add(callee.strip())
+            if targs and not callee.strip().endswith("_cast"):
+                # `blockReduce<warpReduceMax>(v)` runs warpReduceMax too: function names passed as
+                # template arguments are calls of this function (types and constants are not).
+                calls.update(w for w in _WORD.findall(targs) if w not in _NOT_FUNCTIONS and w not in CTYPES
+                             and w not in self.tparams and w not in self.macros and w not in self.type_names
+                             and w not in self.types
+                             and not _VECTOR_TYPE.fullmatch(w))
         kcall = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
         if kcall is not None:
             args = [c for c in kcall.named_children]

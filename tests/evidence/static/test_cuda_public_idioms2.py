@@ -44,3 +44,53 @@ def test_template_and_typedef_inputs_are_unknown_and_index_arrays_are_not_inputs
     assert inputs == {"sumsq": "unknown", "row_max": "unknown", "gather_sum": "float32"}
     kernels = {i.labels["name"]: i.labels["inputs"] for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.kernel"}
     assert kernels == {"sumsq": "?", "nll": "int32,?", "gather_sum": "int32,float32"}
+
+
+# A block reduction templated on its warp reduction (`block_reduce<warp_max>(v)`): the function
+# passed as a template argument runs inside the kernel, so its shuffles are the kernel's; a call
+# through the template parameter names no helper of its own; an argument defined in another file
+# is named as such.
+TEMPLATE_FUNCTION_ARGS = """
+typedef float (*reducer_t)(float);
+__device__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+    return v;
+}
+template <reducer_t reduce>
+__device__ float block_reduce(float v) {
+    __shared__ float part[32];
+    float w = reduce(v);
+    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = w;
+    __syncthreads();
+    return reduce(threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : -1e30f);
+}
+__global__ void row_max(const float* x, float* out, int cols) {
+    float m = x[blockIdx.x * cols + threadIdx.x];
+    float r = block_reduce<warp_max>(m);
+    float s = block_reduce<warp_sum_elsewhere>(m);
+    if (threadIdx.x == 0) out[blockIdx.x] = reinterpret_cast<float4*>(out)[0].x + r + s;
+}
+"""
+
+
+def test_functions_passed_as_template_arguments_are_reached():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    f = parse_cuda(TEMPLATE_FUNCTION_ARGS, "k.cu")
+    assert f.reachable(["row_max"]) == {"row_max", "block_reduce", "warp_max"}
+    a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    idioms = {i.kind: i for i in migration_items(f, a, "cuda-static@1", "row_max")}["migration.idioms"].labels
+    assert idioms["idiom:warp_shuffle"] == "unhandled"  # warp_max's shuffle, reached through the template argument
+    assert idioms["cuda_external_calls"] == "warp_sum_elsewhere"  # not `reduce`, not float4
+
+
+ELEMENTWISE_PORT = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+@nki.jit
+def row_max(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.square(t))
+    return out
+"""
