@@ -115,6 +115,12 @@ class _Walker:
         self.seen_acc: set[tuple[str, str]] = set()
         self.tparams: set[str] = set()  # template parameters of the current function
         self.type_names: set[str] = set()  # typedefs, `using` aliases and structs of the file
+        self.params: dict[str, int] = {}  # parameter -> position, in the current function
+        # A register tile handed to a device helper (`process(regA, regB, acc)`) accumulates in the
+        # helper through a pointer parameter: (helper, position, name, line, dtype, op) of such
+        # updates and (callee, position, caller) of local arrays passed, matched after the walk.
+        self.param_updates: list[tuple[str, int, str, int, str, str]] = []
+        self.array_args: set[tuple[str, int, str]] = set()
 
     def text(self, n: ts.Node) -> str:
         return self.src[n.start_byte:n.end_byte].decode(errors="replace")
@@ -193,12 +199,14 @@ class _Walker:
         self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
         self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
+        self.params = {}
         params = decl.child_by_field_name("parameters") if decl is not None else None
-        for p in params.named_children if params is not None else ():
+        for i, p in enumerate(params.named_children if params is not None else ()):
             ptext = self.text(p)
             dtype = dtype_of(ptext)
             pname = re.findall(r"[A-Za-z_]\w*", ptext)
             if pname:
+                self.params[pname[-1]] = i
                 self.types[pname[-1]] = dtype or ""
                 self._note_group(pname[-1], ptext)
                 if "*" in ptext or "[" in ptext:
@@ -301,6 +309,11 @@ class _Walker:
                              and w not in self.tparams and w not in self.macros and w not in self.type_names
                              and w not in self.types
                              and not _VECTOR_TYPE.fullmatch(w))
+        args_node = n.child_by_field_name("arguments")
+        if self._device() and args_node is not None:
+            for i, a in enumerate(args_node.named_children):
+                if a.type == "identifier" and self.text(a) in self.local_arrays:
+                    self.array_args.add((name.split("<")[0].strip().rsplit("::", 1)[-1], i, self.fn.name))
         kcall = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
         if kcall is not None:
             args = [c for c in kcall.named_children]
@@ -518,6 +531,10 @@ class _Walker:
             base = left
             while base.type == "subscript_expression" and base.child_by_field_name("argument") is not None:
                 base = base.child_by_field_name("argument")
+            if base.type == "identifier" and self.text(base) in self.params and self.fn.qualifier == "device" \
+                    and op in ("+=", "-=") and self.depth > 0:
+                self.param_updates.append((self.fn.name, self.params[self.text(base)], self.text(base),
+                                           n.start_point[0] + 1, self.types.get(self.text(base), ""), op))
             if base.type != "identifier" or self.text(base) not in self.local_arrays:
                 return
             left = base
@@ -576,6 +593,15 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     w = _Walker(src, file)
     w.walk(tree.root_node)
     facts = w.facts
+    for helper, pos, name, line, dtype, op in w.param_updates:
+        # `acc[i] += a * b` through a pointer parameter is a loop accumulator when a caller passes
+        # its own register array there (SGEMM kernels keep the C tile in registers and update it
+        # in a processFromSmem helper); a global or shared pointer there is a store, not a sum.
+        callers = sorted(c for h, i, c in w.array_args if h == helper.split("<")[0].rsplit("::", 1)[-1] and i == pos)
+        if callers and dtype.startswith(("float", "bfloat")) and (helper, name) not in w.seen_acc:
+            w.seen_acc.add((helper, name))
+            facts.accumulators.append(Event(name, helper, line, labels={
+                "accumulator_dtype": dtype, "op": op, "register_array_of": callers[0]}))
     # Where the grammar gave up (a kernel defined through a macro, unbalanced braces, a truncated
     # file), facts may be missing: the spans are kept so items and verdicts can say so.
     if tree.root_node.has_error:

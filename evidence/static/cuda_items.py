@@ -18,8 +18,9 @@ CUDA_KINDS = {
     "cuda.atomic": "an atomic operation (labels: op, function)",
     "cuda.warp_primitive": "warp shuffles/votes in one function (labels: primitive, lines; metrics: count)",
     "cuda.tensor_core": "tensor-core (wmma/mma) calls in one function (labels: op, lines; metrics: count)",
-    "cuda.accumulator": "a variable accumulated in a loop, or a wmma accumulator fragment fed by mma_sync "
-                        "(labels: name, input_dtype, accumulator_dtype, op, function)",
+    "cuda.accumulator": "a variable accumulated in a loop, a register array a kernel passes to a device helper that "
+                        "accumulates into it, or a wmma accumulator fragment fed by mma_sync "
+                        "(labels: name, input_dtype, accumulator_dtype, op, function, register_array_of)",
     "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|serial|spin_wait; metrics: depth)",
     "cuda.parse_error": "lines tree-sitter could not parse (macro-generated code, unbalanced braces, a truncated file): "
                         "facts there may be missing (labels: lines)",

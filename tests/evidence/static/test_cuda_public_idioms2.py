@@ -94,3 +94,36 @@ def row_max(x):
     nl.store(out, value=nl.square(t))
     return out
 """
+
+
+# Register-tiled GEMMs keep the output tile in a local array and update it in a device helper
+# through a pointer parameter: that is the kernel's accumulator. The same update through a pointer
+# the caller does not own as registers (a global output) is a store, not a loop accumulator.
+REGISTER_TILE_HELPER = """
+template <int TM, int TN>
+__device__ void fma_tile(const float* a, const float* b, float* acc, float* gout, int k) {
+    for (int kk = 0; kk < k; ++kk)
+        for (int m = 0; m < TM; ++m)
+            for (int n = 0; n < TN; ++n) {
+                acc[m * TN + n] += a[kk * TM + m] * b[kk * TN + n];
+                gout[m * TN + n] += 1.0f;
+            }
+}
+__global__ void gemm_regtile(const float* A, const float* B, float* C, float* hits, int K) {
+    __shared__ float As[8 * 64];
+    __shared__ float Bs[8 * 64];
+    float acc[4 * 4] = {0.0f};
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        __syncthreads();
+        fma_tile<4, 4>(As, Bs, acc, hits, 8);
+    }
+    C[blockIdx.x * blockDim.x + threadIdx.x] = acc[0];
+}
+"""
+
+
+def test_register_tile_updated_in_a_helper_is_the_accumulator():
+    f = parse_cuda(REGISTER_TILE_HELPER, "k.cu")
+    got = [(e.function, e.what, e.labels["accumulator_dtype"], e.labels["input_dtype"], e.labels.get("register_array_of"))
+           for e in f.accumulators]
+    assert got == [("fma_tile", "acc", "float32", "float32", "gemm_regtile")]
