@@ -116,6 +116,7 @@ class _Walker:
         self.tparams: set[str] = set()  # template parameters of the current function
         self.type_names: set[str] = set()  # typedefs, `using` aliases and structs of the file
         self.params: dict[str, int] = {}  # parameter -> position, in the current function
+        self.dim3: dict[str, int | None] = {}  # `dim3 threads(16, 8)` -> 128 threads, in the current function
         # A register tile handed to a device helper (`process(regA, regB, acc)`) accumulates in the
         # helper through a pointer parameter: (helper, position, name, line, dtype, op) of such
         # updates and (callee, position, caller) of local arrays passed, matched after the walk.
@@ -199,7 +200,7 @@ class _Walker:
         self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
         self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
-        self.params = {}
+        self.params, self.dim3 = {}, {}
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for i, p in enumerate(params.named_children if params is not None else ()):
             ptext = self.text(p)
@@ -227,6 +228,19 @@ class _Walker:
                 if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
                     self._define(self.text(d.child_by_field_name("declarator")), self.fold(d.child_by_field_name("value")))
         dtype = dtype_of(text.split("=")[0])
+        if self.fn is not None and re.match(r"\s*(const\s+)?dim3\b", text):
+            for d in n.named_children:
+                if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
+                    self.dim3[self.text(d.child_by_field_name("declarator"))] = self._dim3_size(d.child_by_field_name("value"))
+                elif d.type == "function_declarator" and d.child_by_field_name("declarator") is not None:
+                    # `dim3 threads(TILE, ROWS);` with bare names parses as a function declaration
+                    # (C++'s most vexing parse): its "parameter types" are the sizes.
+                    params = d.child_by_field_name("parameters")
+                    sizes = [eval_int(self.text(c), self.macros) for c in (params.named_children if params else ())]
+                    total = 1
+                    for v in sizes:
+                        total = total * v if total is not None and v is not None else None
+                    self.dim3[self.text(d.child_by_field_name("declarator"))] = total if sizes else None
         for d in n.named_children:
             if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
                 names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
@@ -283,6 +297,25 @@ class _Walker:
         if (name := n.child_by_field_name("name")) is not None:
             self.type_names.add(self.text(name).split("<")[0])
 
+    def _dim3_size(self, n: ts.Node | None) -> int | None:
+        """Threads in a block written as a dim3: `(16, 8)`, `dim3(16, 8)`, `{16, 8}` -> 128; a
+        dim3 variable of this function; else the folded integer."""
+        if n is None:
+            return None
+        if n.type == "identifier" and self.text(n) in self.dim3:
+            return self.dim3[self.text(n)]
+        if n.type == "call_expression" and self.text(n.child_by_field_name("function") or n) == "dim3":
+            n = n.child_by_field_name("arguments")
+        if n is not None and n.type in ("argument_list", "initializer_list"):
+            sizes = [self.fold(c) for c in n.named_children if c.type != "comment"]
+            if not sizes or None in sizes:
+                return None
+            total = 1
+            for v in sizes:
+                total *= v
+            return total
+        return self.fold(n)
+
     def on_field_expression(self, n: ts.Node) -> bool:
         text = self.text(n)
         base = text.split(".")[0]
@@ -325,7 +358,7 @@ class _Walker:
             if targs:
                 labels["template_args"] = "<" + targs
             self.facts.launches.append(Event(kernel.strip().rsplit("::", 1)[-1], where, line, labels=labels,
-                                             value=self.fold(args[1]) if len(args) > 1 else None))
+                                             value=self._dim3_size(args[1]) if len(args) > 1 else None))
         elif (scope := self._sync_scope(n, name)) is not None:
             if scope == "grid":
                 self.facts.other_idioms.append(Event("grid_sync", where, line))

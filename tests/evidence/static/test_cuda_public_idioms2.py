@@ -127,3 +127,30 @@ def test_register_tile_updated_in_a_helper_is_the_accumulator():
     got = [(e.function, e.what, e.labels["accumulator_dtype"], e.labels["input_dtype"], e.labels.get("register_array_of"))
            for e in f.accumulators]
     assert got == [("fma_tile", "acc", "float32", "float32", "gemm_regtile")]
+
+
+# Block sizes written as dim3, in the forms launchers use: with bare macro names (which C++ parses
+# as a function declaration), with expressions, braced, and inline in the launch.
+DIM3_LAUNCHES = """
+#define TX 32
+#define TY 8
+__global__ void k1(float* y) { y[threadIdx.y * TX + threadIdx.x] = 0.0f; }
+__global__ void k2(float* y) { y[threadIdx.x] = 1.0f; }
+__global__ void k3(float* y) { y[threadIdx.x] = 2.0f; }
+__global__ void k4(float* y) { y[threadIdx.x] = 3.0f; }
+void run(float* y, int n) {
+    dim3 grid(n / TX, n / TY), threads(TX, TY);
+    k1<<<grid, threads>>>(y);
+    dim3 blk = dim3(TX * 2, 2);
+    k2<<<grid, blk>>>(y);
+    dim3 b3{16, 4, 2};
+    k3<<<1, b3>>>(y);
+    k4<<<n, dim3(TX, TY)>>>(y);
+}
+"""
+
+
+def test_dim3_block_sizes_are_folded():
+    f = parse_cuda(DIM3_LAUNCHES, "k.cu")
+    got = {i.labels["name"]: i.metrics.get("block_threads") for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.kernel"}
+    assert got == {"k1": 256.0, "k2": 128.0, "k3": 128.0, "k4": 256.0}
