@@ -392,7 +392,9 @@ class _Walker:
             targs = [t.strip() for t in m.group(1).split(",")] if m else []
             if len(targs) < 5 or not targs[0].endswith(use):
                 return None
-            return CTYPES.get(targs[4].rsplit("::", 1)[-1])
+            # wmma::precision::tf32 operands are float storage the tensor cores round to tf32 (10-bit
+            # mantissa): the input precision is tfloat32, not float32.
+            return {"tf32": "tfloat32"}.get(targs[4].rsplit("::", 1)[-1]) or CTYPES.get(targs[4].rsplit("::", 1)[-1])
 
         acc_dtype = fragment_dtype(acc, "accumulator")
         if acc_dtype is None or (self.fn.name, acc) in self.seen_acc:
@@ -458,7 +460,7 @@ class _Walker:
         elif re.search(r"thread_block\b|this_thread_block\(", text):
             self.groups[var] = "block"
 
-    _PTX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "tf32": "float32",
+    _PTX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "tf32": "tfloat32",
                    "s32": "int32", "s8": "int8", "u8": "uint8", "e4m3": "float8_e4m3", "e5m2": "float8_e5m2"}
 
     def on_gnu_asm_expression(self, n: ts.Node) -> bool:

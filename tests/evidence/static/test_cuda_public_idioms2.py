@@ -154,3 +154,34 @@ def test_dim3_block_sizes_are_folded():
     f = parse_cuda(DIM3_LAUNCHES, "k.cu")
     got = {i.labels["name"]: i.metrics.get("block_threads") for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.kernel"}
     assert got == {"k1": 256.0, "k2": 128.0, "k3": 128.0, "k4": 256.0}
+
+
+# TF32 tensor-core GEMMs keep float storage but multiply tf32 operands (wmma::precision::tf32, or
+# .tf32 in an mma.sync): the accumulation's input precision is tfloat32, not float32.
+TF32_WMMA = """
+#include <mma.h>
+using namespace nvcuda;
+__global__ void qk_tf32(const float* q, const float* k, float* s, int d) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    for (int kk = 0; kk < d; kk += 8) {
+        wmma::load_matrix_sync(a, q + kk, d);
+        wmma::load_matrix_sync(b, k + kk, d);
+        wmma::mma_sync(c, a, b, c);
+    }
+    wmma::store_matrix_sync(s, c, 16, wmma::mem_row_major);
+}
+__device__ void mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+"""
+
+
+def test_tf32_tensor_core_inputs_are_tfloat32():
+    f = parse_cuda(TF32_WMMA, "k.cu")
+    got = {(e.function, e.labels["accumulator_dtype"], e.labels["input_dtype"]) for e in f.accumulators}
+    assert got == {("qk_tf32", "float32", "tfloat32"), ("mma_tf32", "float32", "tfloat32")}
