@@ -19,7 +19,8 @@ from evidence.static.engine import Analysis
 from evidence.static.shapes import ITEMSIZE, LOW_PRECISION, REDUCE_CALLS, Tensor
 
 MIGRATION_KINDS = {
-    "migration.accumulation": "accumulation dtype, CUDA vs NKI (labels: verdict = preserved|narrowed|unknown, cuda, nki)",
+    "migration.accumulation": "accumulation dtype, CUDA vs NKI (labels: verdict = preserved|narrowed|not_needed|unknown, "
+                              "cuda, nki; not_needed when neither side accumulates, e.g. a transpose or a copy)",
     "migration.tiling": "CUDA shared-memory/thread-block tiling vs NKI SBUF tiling (labels: verdict = "
                         "restructured|surface|missing, cuda, nki)",
     "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed|unknown, cuda, nki)",
@@ -162,12 +163,15 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     cuda_acc = sorted({e.labels["accumulator_dtype"] for e in cuda.accumulators})
     cuda_in = sorted({e.labels["input_dtype"] for e in cuda.accumulators})
     cuda_text = (f"{'/'.join(cuda_acc)} accumulation of {'/'.join(cuda_in)} inputs" if cuda_acc else "no loop accumulators found")
-    nki_text = f"accumulators/statistics in {'/'.join(sorted(nki.acc_dtypes)) or 'unknown dtype'}"
+    nki_text = (f"accumulators/statistics in {'/'.join(sorted(nki.acc_dtypes)) or 'unknown dtype'}"
+                if nki.acc_dtypes or nki.reductions else "no accumulators or reductions")
     narrowed = [d for d in nki.acc_dtypes if d in LOW_PRECISION]
     if cuda_acc and (narrowed or any(f.rule == "low-precision-accumulator" for f in a.findings)):
         verdict = "narrowed"
     elif cuda_acc and nki.acc_dtypes and min(_width(d) for d in nki.acc_dtypes) >= max(_width(d) for d in cuda_acc):
         verdict = "preserved"
+    elif not cuda_acc and not nki.acc_dtypes and not nki.reductions:
+        verdict = "not_needed"  # a pure data-movement kernel: nothing to keep or narrow, nothing uncertain
     else:
         verdict = "unknown"
     emit("accumulation", verdict, cuda_text, nki_text, "accumulator dtype")
@@ -186,7 +190,11 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     static = [e for e in cuda.shared if e.labels.get("dynamic") != "true"]
     dynamic = len(static) < len(cuda.shared)
     sizes = sorted({e.labels.get("shared_bytes", "0") for e in cuda.launches} - {"0"})
-    cuda_tile = (f"{len(static)} {'static ' if dynamic else ''}__shared__ array(s), {int(smem)} B"
+    # Arrays sized by template parameters or macros from headers have no known size: they are not 0 B.
+    unsized = sum(1 for e in static if e.value is None)
+    size_text = (f"{int(smem)} B" if not unsized else "size unknown" if unsized == len(static)
+                 else f"at least {int(smem)} B ({unsized} of unknown size)")
+    cuda_tile = (f"{len(static)} {'static ' if dynamic else ''}__shared__ array(s), {size_text}"
                  + (f", dynamic shared memory (launch size: {', '.join(sizes) or '?'})" if dynamic else "")
                  + f"; block of {next((int(e.value) for e in cuda.launches if e.value), '?')} threads")
     if nki.n_loads == 0:

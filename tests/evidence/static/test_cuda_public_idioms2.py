@@ -185,3 +185,38 @@ def test_tf32_tensor_core_inputs_are_tfloat32():
     f = parse_cuda(TF32_WMMA, "k.cu")
     got = {(e.function, e.labels["accumulator_dtype"], e.labels["input_dtype"]) for e in f.accumulators}
     assert got == {("qk_tf32", "float32", "tfloat32"), ("mma_tf32", "float32", "tfloat32")}
+
+
+# A transpose: shared tiles sized by template parameters (unknown, not 0 B), nothing accumulated
+# on either side (the accumulation aspect does not apply: not an uncertainty).
+TRANSPOSE_CU = """
+template <int TILE, int ROWS>
+__global__ void transpose_tiled(const float* in, float* out, int w, int h) {
+    __shared__ float tile[TILE][TILE + 1];
+    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+    for (int j = 0; j < TILE; j += ROWS) tile[threadIdx.y + j][threadIdx.x] = in[(y + j) * w + x];
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x; y = blockIdx.x * TILE + threadIdx.y;
+    for (int j = 0; j < TILE; j += ROWS) out[(y + j) * h + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+"""
+TRANSPOSE_PORT = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+@nki.jit
+def transpose_tiled(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.transpose(t))
+    return out
+"""
+
+
+def test_transpose_migration_has_nothing_to_accumulate_and_unsized_shared_tiles():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    a = analyze(TRANSPOSE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
+    got = {i.kind: i for i in migration_items(parse_cuda(TRANSPOSE_CU, "k.cu"), a, "cuda-static@1", "transpose_tiled")}
+    acc = got["migration.accumulation"]
+    assert (acc.labels["verdict"], acc.severity.value, acc.labels["nki"]) == ("not_needed", "info", "no accumulators or reductions")
+    assert got["migration.tiling"].labels["cuda"].startswith("1 __shared__ array(s), size unknown;")
