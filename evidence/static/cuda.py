@@ -628,6 +628,10 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     w = _Walker(src, file)
     w.walk(tree.root_node)
     facts = w.facts
+    # A call of a helper this file defines (llm.c's `atomicAddX(&dbias[i], v)` wrapping atomicAdd)
+    # is not itself an atomic primitive: the helper's own atomics are counted where they are.
+    defined = {f.name.split("<")[0] for f in facts.functions}
+    facts.atomics = [e for e in facts.atomics if e.what not in defined]
     for helper, pos, name, line, dtype, op in w.param_updates:
         # `acc[i] += a * b` through a pointer parameter is a loop accumulator when a caller passes
         # its own register array there (SGEMM kernels keep the C tile in registers and update it

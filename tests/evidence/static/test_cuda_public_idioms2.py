@@ -220,3 +220,20 @@ def test_transpose_migration_has_nothing_to_accumulate_and_unsized_shared_tiles(
     acc = got["migration.accumulation"]
     assert (acc.labels["verdict"], acc.severity.value, acc.labels["nki"]) == ("not_needed", "info", "no accumulators or reductions")
     assert got["migration.tiling"].labels["cuda"].startswith("1 __shared__ array(s), size unknown;")
+
+
+# A file-defined wrapper named like a primitive (`atomicAddX` for 16-bit types) is a helper call:
+# its atomicAdd is counted once, inside it, not again at every call site as an atomic of its own.
+ATOMIC_WRAPPER = """
+__device__ void atomicAddHalf(float* addr, float v) { atomicAdd(addr, v); }
+__global__ void scatter_grad(float* dw, const float* g, const int* idx, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAddHalf(&dw[idx[i]], g[i]);
+}
+"""
+
+
+def test_file_defined_atomic_wrapper_is_not_an_atomic_primitive():
+    f = parse_cuda(ATOMIC_WRAPPER, "k.cu")
+    assert [(e.function, e.what) for e in f.atomics] == [("atomicAddHalf", "atomicAdd")]
+    assert f.reachable(["scatter_grad"]) == {"scatter_grad", "atomicAddHalf"}
