@@ -328,7 +328,10 @@ class _Walker:
         name = self.text(fn_node) if fn_node is not None else ""
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
-        if self.fn is not None:
+        if self._device():
+            # Host code is never reached from a kernel, and llm.c names a kernel's launcher after
+            # the kernel (`void gelu_backward1(...)` launches `__global__ gelu_backward1`): the
+            # launcher's calls must not read as the kernel's.
             callee, _, targs = name.partition("<")
             calls = self.facts.calls.setdefault(self.fn.name.split("<")[0], set())
             # A call through a template parameter (`warp_reduction(v)` in a template<reduction_func_t
@@ -359,6 +362,8 @@ class _Walker:
                 labels["template_args"] = "<" + targs
             self.facts.launches.append(Event(kernel.strip().rsplit("::", 1)[-1], where, line, labels=labels,
                                              value=self._dim3_size(args[1]) if len(args) > 1 else None))
+        elif not self._device():
+            return  # host code: its barriers, atomics (C11 atomic_*) and collectives are no kernel's
         elif (scope := self._sync_scope(n, name)) is not None:
             if scope == "grid":
                 self.facts.other_idioms.append(Event("grid_sync", where, line))
@@ -373,8 +378,7 @@ class _Walker:
             if name.rsplit("::", 1)[-1] == "mma_sync":
                 self._mma_accumulator(n, line)
         elif name in ("printf", "malloc", "free", "cudaMalloc") or name.endswith("this_grid"):
-            if self.fn is not None and self.fn.qualifier != "host":
-                self.facts.other_idioms.append(Event(name, where, line))
+            self.facts.other_idioms.append(Event(name, where, line))
 
     def _mma_accumulator(self, n: ts.Node, line: int) -> None:
         """`mma_sync(d, a, b, c)` accumulates into the wmma accumulator fragment `d`: its element

@@ -237,3 +237,30 @@ def test_file_defined_atomic_wrapper_is_not_an_atomic_primitive():
     f = parse_cuda(ATOMIC_WRAPPER, "k.cu")
     assert [(e.function, e.what) for e in f.atomics] == [("atomicAddHalf", "atomicAdd")]
     assert f.reachable(["scatter_grad"]) == {"scatter_grad", "atomicAddHalf"}
+
+
+# llm.c names a kernel's host launcher after the kernel (C++ overloads): the launcher's calls and
+# whatever host-side primitives it uses are not the kernel's.
+SAME_NAME_LAUNCHER = """
+__global__ void scale_rows(float* y, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+void scale_rows(float* y, const float* x, int n, int block) {
+    atomic_fetch_add(&launches, 1);
+    scale_rows<<<div_up(n, block), block>>>(y, x, n);
+}
+"""
+
+
+def test_launcher_named_like_its_kernel_lends_it_nothing():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    f = parse_cuda(SAME_NAME_LAUNCHER, "k.cu")
+    assert f.atomics == [] and f.calls.get("scale_rows", set()) == set()
+    a = analyze(ELEMENTWISE_PORT.replace("row_max", "scale_rows"), file="kernel.py",
+                inputs=bindings_from({"x": ((128, 512), "float32")}))
+    got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "scale_rows")}
+    assert got["migration.atomics"]["verdict"] == "not_needed"
+    assert "cuda_external_calls" not in got["migration.idioms"]  # div_up is the launcher's
