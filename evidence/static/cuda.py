@@ -72,6 +72,9 @@ class CudaFacts:
     accumulators: list[Event] = field(default_factory=list)
     loops: list[Event] = field(default_factory=list)
     other_idioms: list[Event] = field(default_factory=list)  # printf, grid sync, spin loops, malloc
+    # `out[i] += v`, `sdata[tid] += sdata[tid + s]` in a loop: sums kept in global or shared memory
+    # (not register accumulators, so no accumulator dtype), still evidence the kernel accumulates.
+    memory_updates: list[Event] = field(default_factory=list)
     calls: dict[str, set[str]] = field(default_factory=dict)  # function -> names it calls or launches
     parse_errors: list[tuple[int, int]] = field(default_factory=list)  # line spans tree-sitter could not parse
 
@@ -575,6 +578,8 @@ class _Walker:
                 self.param_updates.append((self.fn.name, self.params[self.text(base)], self.text(base),
                                            n.start_point[0] + 1, self.types.get(self.text(base), ""), op))
             if base.type != "identifier" or self.text(base) not in self.local_arrays:
+                if op in ("+=", "-=", "*=") and self.depth > 0:
+                    self.facts.memory_updates.append(Event(self.text(base), self.fn.name, n.start_point[0] + 1))
                 return
             left = base
         if left is None or left.type != "identifier" or right is None:

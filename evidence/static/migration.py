@@ -56,6 +56,7 @@ class NkiSide:
     atomic_like: list[str]
     device_print: bool
     kernel_span: tuple[int, int]
+    matmuls: int = 0  # TensorE matmul calls: they accumulate in PSUM
 
 
 def nki_side(a: Analysis) -> NkiSide:
@@ -85,7 +86,8 @@ def nki_side(a: Analysis) -> NkiSide:
     loops = any(f.rule in _EMULATION_RULES and not f.labels.get("pattern", "").startswith("spmd_") for f in a.findings)
     return NkiSide(acc, reductions, len(emulation), emulation, loops, parts, loads, atomic_like,
                    any(c.name == "nl.device_print" for fn in a.functions for c in fn.calls),
-                   (kernel.start, kernel.end) if kernel else (1, 1))
+                   (kernel.start, kernel.end) if kernel else (1, 1),
+                   sum(1 for fn in a.functions for c in fn.calls if c.name in ("nl.matmul", "nisa.nc_matmul")))
 
 
 _EMULATION_RULES = ("thread-emulation", "per-element-loop")
@@ -129,7 +131,7 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     scope = cuda.reachable([k.name for k in kernels])
     names = {k.name for k in kernels}
     cuda = replace(cuda, **{f: [e for e in getattr(cuda, f) if e.function in scope] for f in (
-        "shared", "syncs", "atomics", "warp", "tensor_core", "accumulators", "loops", "other_idioms")},
+        "shared", "syncs", "atomics", "warp", "tensor_core", "accumulators", "loops", "other_idioms", "memory_updates")},
         launches=[e for e in cuda.launches if e.what in names])
     cuda_scope = ",".join(sorted(scope))
     # Helpers the compared kernels call but this file does not define (a common.h warpReduceSum):
@@ -170,8 +172,9 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
         verdict = "narrowed"
     elif cuda_acc and nki.acc_dtypes and min(_width(d) for d in nki.acc_dtypes) >= max(_width(d) for d in cuda_acc):
         verdict = "preserved"
-    elif not cuda_acc and not nki.acc_dtypes and not nki.reductions:
-        verdict = "not_needed"  # a pure data-movement kernel: nothing to keep or narrow, nothing uncertain
+    elif not (cuda_acc or cuda.memory_updates or cuda.atomics or cuda.warp or cuda.tensor_core
+              or nki.acc_dtypes or nki.reductions or nki.matmuls):
+        verdict = "not_needed"  # data movement or element-wise math on both sides: nothing to keep or narrow
     else:
         verdict = "unknown"
     emit("accumulation", verdict, cuda_text, nki_text, "accumulator dtype")

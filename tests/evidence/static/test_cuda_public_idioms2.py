@@ -264,3 +264,43 @@ def test_launcher_named_like_its_kernel_lends_it_nothing():
     got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "scale_rows")}
     assert got["migration.atomics"]["verdict"] == "not_needed"
     assert "cuda_external_calls" not in got["migration.idioms"]  # div_up is the launcher's
+
+
+# Accumulating straight into global memory (`out[i] += a * v[i]` over a loop, llm.c's naive
+# attention value kernel) keeps sums in memory rather than in a register accumulator: the
+# accumulation aspect still applies, so "nothing to accumulate" (not_needed) must not be claimed.
+MEMORY_ACCUMULATION = """
+__global__ void weighted_rows(float* out, const float* att, const float* v, int T, int hs) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float* out_t = out + t * hs;
+    for (int i = 0; i < hs; i++) out_t[i] = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++)
+        for (int i = 0; i < hs; i++) out_t[i] += att[t * T + t2] * v[t2 * hs + i];
+}
+"""
+COPY_PORT = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+@nki.jit
+def weighted_rows(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.exp(t))
+    return out
+"""
+
+
+def test_memory_accumulation_is_not_a_kernel_without_accumulation():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    f = parse_cuda(MEMORY_ACCUMULATION, "k.cu")
+    assert [(e.function, e.what) for e in f.memory_updates] == [("weighted_rows", "out_t")]
+    a = analyze(COPY_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
+    got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "weighted_rows")}
+    assert got["migration.accumulation"]["verdict"] == "unknown"
+    # ... and a port that matmuls accumulates in PSUM even without an explicit accumulator
+    f2 = parse_cuda(TRANSPOSE_CU, "k.cu")
+    mm = TRANSPOSE_PORT.replace("nl.transpose(t)", "nl.matmul(t, t, transpose_x=True)")
+    a2 = analyze(mm, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
+    got2 = {i.kind: i.labels for i in migration_items(f2, a2, "cuda-static@1", "transpose_tiled")}
+    assert got2["migration.accumulation"]["verdict"] == "unknown"
