@@ -164,7 +164,9 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     # Accumulation dtype.
     cuda_acc = sorted({e.labels["accumulator_dtype"] for e in cuda.accumulators})
     cuda_in = sorted({e.labels["input_dtype"] for e in cuda.accumulators})
-    cuda_text = (f"{'/'.join(cuda_acc)} accumulation of {'/'.join(cuda_in)} inputs" if cuda_acc else "no loop accumulators found")
+    in_memory = sorted({e.what for e in cuda.memory_updates})
+    cuda_text = (f"{'/'.join(cuda_acc)} accumulation of {'/'.join(cuda_in)} inputs" if cuda_acc else "no loop accumulators found"
+                 + (f" (sums kept in memory: {', '.join(in_memory)})" if in_memory else ""))
     nki_text = (f"accumulators/statistics in {'/'.join(sorted(nki.acc_dtypes)) or 'unknown dtype'}"
                 if nki.acc_dtypes or nki.reductions else "no accumulators or reductions")
     narrowed = [d for d in nki.acc_dtypes if d in LOW_PRECISION]

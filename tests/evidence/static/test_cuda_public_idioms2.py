@@ -298,6 +298,7 @@ def test_memory_accumulation_is_not_a_kernel_without_accumulation():
     a = analyze(COPY_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
     got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "weighted_rows")}
     assert got["migration.accumulation"]["verdict"] == "unknown"
+    assert got["migration.accumulation"]["cuda"] == "no loop accumulators found (sums kept in memory: out_t)"
     # ... and a port that matmuls accumulates in PSUM even without an explicit accumulator
     f2 = parse_cuda(TRANSPOSE_CU, "k.cu")
     mm = TRANSPOSE_PORT.replace("nl.transpose(t)", "nl.matmul(t, t, transpose_x=True)")
