@@ -23,6 +23,10 @@ WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
+# What a reduction or scan round does to its values: a compound update, a min/max, a shuffle, a
+# collective or an atomic (`a = a + b` is caught by the self-reference).
+_COMBINES = re.compile(r"[-+*/|&^]=|\b(f?max|f?min|fmaxf|fminf|__h?max|__h?min)\s*\(|__shfl|\breduce\b|\bshfl|atomic"
+                       r"|\b(\w+)\s*=\s*[^;=]*\b\2\s*[-+*]")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
 _VECTOR_TYPE = re.compile(r"u?(char|short|int|long|longlong)[1-4]|(float|double|half|__half|bfloat16|__nv_bfloat16)[1-4]")
@@ -536,6 +540,11 @@ class _Walker:
         if not init and var:
             init = self.var_init.get(var.group(0), "")
         pattern = self._pattern(init, update)
+        body = n.child_by_field_name("body")
+        if pattern == "tree_reduction" and body is not None and not _COMBINES.search(self.text(body)):
+            # Log2(n) rounds that combine nothing (a bitonic sort's merge stages swap through a
+            # comparator; a loop halving a tile size): geometric steps, not a reduction.
+            pattern = "log_step"
         if n.type == "while_statement" and not update and ("atomic" in cond_text or "volatile" in cond_text):
             pattern = "spin_wait"
             self.facts.other_idioms.append(Event("spin_wait", self.fn.name if self.fn else "", n.start_point[0] + 1))

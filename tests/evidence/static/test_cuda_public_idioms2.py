@@ -305,3 +305,36 @@ def test_memory_accumulation_is_not_a_kernel_without_accumulation():
     a2 = analyze(mm, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
     got2 = {i.kind: i.labels for i in migration_items(f2, a2, "cuda-static@1", "transpose_tiled")}
     assert got2["migration.accumulation"]["verdict"] == "unknown"
+
+
+# A sorting network's merge stages step geometrically like a tree reduction but combine nothing
+# (a comparator swaps pairs): log_step, not tree_reduction. Shuffle and max rounds still reduce.
+GEOMETRIC_LOOPS = """
+__device__ void cswap(unsigned& a, unsigned& b, unsigned dir) { if ((a > b) == dir) { unsigned t = a; a = b; b = t; } }
+__global__ void sort_pairs(unsigned* keys, unsigned n) {
+    __shared__ unsigned s[1024];
+    s[threadIdx.x] = keys[blockIdx.x * 1024 + threadIdx.x];
+    for (unsigned size = 2; size <= n; size <<= 1)
+        for (unsigned stride = size / 2; stride > 0; stride >>= 1) {
+            __syncthreads();
+            unsigned pos = 2 * threadIdx.x - (threadIdx.x & (stride - 1));
+            cswap(s[pos], s[pos + stride], (threadIdx.x & (size / 2)) != 0);
+        }
+    keys[blockIdx.x * 1024 + threadIdx.x] = s[threadIdx.x];
+}
+__device__ float warp_max(float v) {
+    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+"""
+
+
+def test_sorting_network_stages_are_log_steps_not_reductions():
+    f = parse_cuda(GEOMETRIC_LOOPS, "k.cu")
+    assert [(e.function, e.labels["pattern"]) for e in f.loops] == [
+        ("sort_pairs", "log_step"), ("sort_pairs", "log_step"), ("warp_max", "tree_reduction"),
+        ("warp_sum", "tree_reduction")]
