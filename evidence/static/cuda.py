@@ -16,7 +16,7 @@ from functools import cache
 import tree_sitter as ts
 import tree_sitter_cuda
 
-from evidence.static.cuda_types import CTYPES, SIZEOF, dtype_of, eval_int, sizeof_bytes
+from evidence.static.cuda_types import CTYPES, SIZEOF, dtype_of, eval_int, lanes_of, sizeof_bytes
 
 SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__reduce_", "__match_")
@@ -250,7 +250,9 @@ class _Walker:
                     self.dim3[self.text(d.child_by_field_name("declarator"))] = total if sizes else None
         for d in n.named_children:
             if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
-                names = re.findall(r"[A-Za-z_]\w*", self.text(d).split("=")[0].split("[")[0])
+                # `half2 v(0.f, 0.f)` constructs v: the name is the declarator's, not the last word
+                target = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+                names = re.findall(r"[A-Za-z_]\w*", self.text(target if target is not None else d).split("=")[0].split("[")[0])
                 if names:
                     self.types[names[-1]] = dtype or ""
                     self.decl_depth[names[-1]] = self.depth
@@ -287,7 +289,8 @@ class _Walker:
             for d in dims:
                 elems = elems * d if elems is not None and d is not None else None
             size = SIZEOF.get(dtype or "")
-            nbytes = elems * size if elems is not None and size else None
+            # a `__shared__ half2 v[128]` holds 256 halves: 512 bytes, not 256
+            nbytes = elems * size * lanes_of(text.split("=")[0]) if elems is not None and size else None
             self.facts.shared.append(Event(name, self.fn.name, n.start_point[0] + 1, labels={
                 "dtype": dtype or "?", "dims": "x".join("?" if d is None else str(d) for d in dims) or "scalar",
                 "dynamic": str("extern" in text and not all(dims)).lower()}, value=nbytes))
@@ -596,7 +599,10 @@ class _Walker:
         name = self.text(left)
         rtext = self.text(right)
         reads_self = name in re.findall(r"[A-Za-z_]\w*", rtext)
-        is_update = op in ("+=", "-=", "*=") or (op == "=" and reads_self and re.search(r"\b(fmaxf|fminf|max|min|fmax|fmin)\b|\+", rtext))
+        # `v = __hfma2(a, b, v)`, `acc = fmaf(x, y, acc)`: fused multiply-adds and half/bf16 add
+        # intrinsics update their argument as much as `acc += x * y` does.
+        is_update = op in ("+=", "-=", "*=") or (op == "=" and reads_self and re.search(
+            r"\b(fmaxf|fminf|max|min|fmax|fmin|fmaf?|__fmaf?_r\w|__fadd_r\w|__h(add|fma|max|min)2?(_\w+)?)\b|\+", rtext))
         if not is_update or (self.depth == 0 and op == "="):
             return
         if self.depth <= self.decl_depth.get(name, 0):

@@ -16,7 +16,12 @@ CTYPES = {
     "float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32", "int8_t": "int8",
     "uint8_t": "uint8", "char": "int8", "short": "int16", "long": "int64", "__half2": "float16", "size_t": "uint64",
     "uint": "uint32", "uint32_t": "uint32", "int32_t": "int32", "bool": "bool",
+    # vector types: their element dtype; LANES says how many elements one holds
+    "half2": "float16", "__nv_bfloat162": "bfloat16", "nv_bfloat162": "bfloat16", "float2": "float32",
+    "float4": "float32", "double2": "float64", "int2": "int32", "int4": "int32", "uint2": "uint32", "uint4": "uint32",
 }
+LANES = {"__half2": 2, "half2": 2, "__nv_bfloat162": 2, "nv_bfloat162": 2, "float2": 2, "float4": 4, "double2": 2,
+         "int2": 2, "int4": 4, "uint2": 2, "uint4": 4}
 SIZEOF = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1,
           "int16": 2, "int64": 8, "uint64": 8, "bool": 1}
 
@@ -24,7 +29,16 @@ SIZEOF = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "
 def sizeof_bytes(text: str) -> int | None:
     """sizeof(<scalar type>) in bytes, None for anything else."""
     m = re.fullmatch(r"sizeof\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\)", text.strip())
-    return SIZEOF.get(CTYPES.get(m.group(1), "")) if m else None
+    size = SIZEOF.get(CTYPES.get(m.group(1), "")) if m else None
+    return size * LANES.get(m.group(1), 1) if size is not None else None
+
+
+def lanes_of(text: str) -> int:
+    """Elements per value of the first C scalar or vector type named in `text` (`half2` -> 2)."""
+    for word in re.findall(r"[A-Za-z_]\w*", text):
+        if word in CTYPES:
+            return LANES.get(word, 1)
+    return 1
 
 
 def eval_int(text: str, names: dict[str, int | None]) -> int | None:

@@ -338,3 +338,32 @@ def test_sorting_network_stages_are_log_steps_not_reductions():
     assert [(e.function, e.labels["pattern"]) for e in f.loops] == [
         ("sort_pairs", "log_step"), ("sort_pairs", "log_step"), ("warp_max", "tree_reduction"),
         ("warp_sum", "tree_reduction")]
+
+
+# Packed half2 arithmetic: a half2 value is float16 data two lanes wide (shared bytes count both
+# lanes), `v = __hfma2(a, b, v)` accumulates like `v += a * b`, and `half2 v(0.f, 0.f)` declares
+# v (not `f`). A dot product accumulated in half is the precision fact a port is judged against.
+HALF2_DOT = """
+__global__ void dot_h2(half2 const* const a, half2 const* const b, float* out, int n) {
+    __shared__ half2 part[64];
+    half2 v(0.f, 0.f);
+    half2 w = __float2half2_rn(0.f);
+    float s = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        v = __hfma2(a[i], b[i], v);
+        w = a[i] * b[i] + w;
+        s = fmaf(__low2float(a[i]), __high2float(b[i]), s);
+    }
+    part[threadIdx.x] = __hadd2(v, w);
+    out[blockIdx.x] = s + __low2float(part[0]) + sizeof(float4);
+}
+"""
+
+
+def test_half2_dot_product_accumulates_in_float16():
+    f = parse_cuda(HALF2_DOT, "k.cu")
+    got = {(e.what, e.labels["accumulator_dtype"], e.labels["input_dtype"]) for e in f.accumulators}
+    assert got == {("v", "float16", "float16"), ("w", "float16", "float16"), ("s", "float32", "float16")}
+    assert [(e.what, e.value) for e in f.shared] == [("part", 256.0)]
+    from evidence.static.cuda_types import sizeof_bytes
+    assert (sizeof_bytes("sizeof(float4)"), sizeof_bytes("sizeof(half2)"), sizeof_bytes("sizeof(half)")) == (16, 4, 2)
