@@ -26,7 +26,7 @@ _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 # What a reduction or scan round does to its values: a compound update, a min/max, a shuffle, a
 # collective or an atomic (`a = a + b` is caught by the self-reference).
 _COMBINES = re.compile(r"[-+*/|&^]=|\b(f?max|f?min|fmaxf|fminf|__h?max|__h?min)\s*\(|__shfl|\breduce\b|\bshfl|atomic"
-                       r"|\b(\w+)\s*=\s*[^;=]*\b\2\s*[-+*]")
+                       r"|\b(\w+)\s*(?:\[[^;]*?\])?\s*(?<![<>!=])=(?!=)[^;]*\b\2\b")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
 _VECTOR_TYPE = re.compile(r"u?(char|short|int|long|longlong)[1-4]|(float|double|half|__half|bfloat16|__nv_bfloat16)[1-4]")

@@ -330,6 +330,12 @@ __device__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, o);
     return v;
 }
+__device__ void block_sum(float* sdata, unsigned tid) {
+    for (unsigned s = 128; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] = sdata[tid] + sdata[tid + s];
+        __syncthreads();
+    }
+}
 """
 
 
@@ -337,7 +343,7 @@ def test_sorting_network_stages_are_log_steps_not_reductions():
     f = parse_cuda(GEOMETRIC_LOOPS, "k.cu")
     assert [(e.function, e.labels["pattern"]) for e in f.loops] == [
         ("sort_pairs", "log_step"), ("sort_pairs", "log_step"), ("warp_max", "tree_reduction"),
-        ("warp_sum", "tree_reduction")]
+        ("warp_sum", "tree_reduction"), ("block_sum", "tree_reduction")]
 
 
 # Packed half2 arithmetic: a half2 value is float16 data two lanes wide (shared bytes count both
