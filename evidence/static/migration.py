@@ -22,7 +22,8 @@ MIGRATION_KINDS = {
     "migration.accumulation": "accumulation dtype, CUDA vs NKI (labels: verdict = preserved|narrowed|not_needed|unknown, "
                               "cuda, nki; not_needed when neither side accumulates, e.g. a transpose or a copy)",
     "migration.tiling": "CUDA shared-memory/thread-block tiling vs NKI SBUF tiling (labels: verdict = "
-                        "restructured|surface|missing, cuda, nki)",
+                        "restructured|surface|missing|not_needed, cuda, nki; not_needed when the CUDA entry stages "
+                        "nothing in shared memory and the port's tiles span partitions)",
     "migration.atomics": "CUDA atomics and their NKI replacement (labels: verdict = replaced|missing|not_needed|unknown, cuda, nki)",
     "migration.thread_indexing": "CUDA thread indexing vs NKI tiles (labels: verdict = tile_level|thread_emulation, cuda, nki)",
     "migration.idioms": "CUDA idioms without an NKI equivalent and how the port handled them (labels: verdict = "
@@ -206,6 +207,10 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
         verdict = "missing"
     elif emulated or nki.tile_partitions <= 1:
         verdict = "surface"
+    elif not cuda.shared:
+        # One thread per row or element, no shared-memory staging: there is no CUDA tiling to
+        # restructure, and "shared-memory tiling became SBUF tiling" would be a reason made up.
+        verdict = "not_needed"
     else:
         verdict = "restructured"
     emit("tiling", verdict, cuda_tile, f"{nki.n_loads} load site(s), largest tile {nki.tile_partitions} partitions",

@@ -373,3 +373,41 @@ def test_half2_dot_product_accumulates_in_float16():
     assert [(e.what, e.value) for e in f.shared] == [("part", 256.0)]
     from evidence.static.cuda_types import sizeof_bytes
     assert (sizeof_bytes("sizeof(float4)"), sizeof_bytes("sizeof(half2)"), sizeof_bytes("sizeof(half)")) == (16, 4, 2)
+
+
+# One CUDA thread per row and no shared memory (llm.c's first attention softmax): a port on
+# 128-partition tiles restructured no shared-memory tiling, there was none. A port on 1-partition
+# tiles is still a surface port.
+THREAD_PER_ROW = """
+__global__ void row_softmax(float* att, const float* pre, int rows, int T) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float m = -1e30f, s = 0.0f;
+    for (int j = 0; j < T; j++) m = fmaxf(m, pre[r * T + j]);
+    for (int j = 0; j < T; j++) s += expf(pre[r * T + j] - m);
+    for (int j = 0; j < T; j++) att[r * T + j] = expf(pre[r * T + j] - m) / s;
+}
+"""
+ROW_PORT = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+@nki.jit
+def row_softmax(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    e = nl.exp(nl.subtract(t, nl.max(t, axis=[1], keepdims=True)))
+    nl.store(out, value=nl.divide(e, nl.sum(e, axis=[1], keepdims=True)))
+    return out
+"""
+
+
+def test_no_shared_memory_means_no_tiling_to_restructure():
+    from evidence.static.engine import analyze, bindings_from
+    from evidence.static.migration import migration_items
+
+    a = analyze(ROW_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
+    got = {i.kind: i for i in migration_items(parse_cuda(THREAD_PER_ROW, "k.cu"), a, "cuda-static@1", "row_softmax")}
+    assert (got["migration.tiling"].labels["verdict"], got["migration.tiling"].severity.value) == ("not_needed", "info")
+    one_row = ROW_PORT.replace("t = nl.load(x)", "t = nl.load(x[0:1, :])")
+    a1 = analyze(one_row, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
+    got1 = {i.kind: i for i in migration_items(parse_cuda(THREAD_PER_ROW, "k.cu"), a1, "cuda-static@1", "row_softmax")}
+    assert got1["migration.tiling"].labels["verdict"] == "surface"
