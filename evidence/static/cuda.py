@@ -372,6 +372,15 @@ class _Walker:
                 labels["template_args"] = "<" + targs
             self.facts.launches.append(Event(kernel.strip().rsplit("::", 1)[-1], where, line, labels=labels,
                                              value=self._dim3_size(args[1]) if len(args) > 1 else None))
+        elif name in ("cudaLaunchCooperativeKernel", "cudaLaunchKernel") and args_node is not None \
+                and len(args_node.named_children) >= 3:
+            # The runtime-API launch (a cooperative launch is the only way to grid.sync()):
+            # (kernel, grid, block, args[, shared bytes[, stream]]).
+            a = args_node.named_children
+            kernel = (_WORD.findall(self.text(a[0])) or ["?"])[-1]
+            self.facts.launches.append(Event(kernel, where, line, labels={
+                "grid": self.text(a[1]), "block": self.text(a[2]), "shared_bytes": self.text(a[4]) if len(a) > 4 else "0"},
+                value=self._dim3_size(a[2])))
         elif not self._device():
             return  # host code: its barriers, atomics (C11 atomic_*) and collectives are no kernel's
         elif (scope := self._sync_scope(n, name)) is not None:
@@ -564,8 +573,8 @@ class _Walker:
             return "tree_reduction"  # a geometric step: log2(n) rounds of a reduction or scan
         if not re.search(r"\+=|-=|\+\+|--|=", update):
             return "serial"
-        if "gridDim" in update or words & self.grid_vars:
-            return "grid_stride"
+        if "gridDim" in update or words & self.grid_vars or any(self._group_of(w) == "grid" for w in words):
+            return "grid_stride"  # (`i += grid.size()` on a cooperative-groups grid_group strides the grid)
         starts_at_thread = bool(re.search(r"threadIdx|thread_rank\(\)", init)) or bool(
             self.thread_vars & set(_WORD.findall(init.split("=", 1)[-1])))
         if ("+=" in update or "-=" in update) and (starts_at_thread or "blockDim" in update):

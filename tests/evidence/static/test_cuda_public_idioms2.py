@@ -411,3 +411,31 @@ def test_no_shared_memory_means_no_tiling_to_restructure():
     a1 = analyze(one_row, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
     got1 = {i.kind: i for i in migration_items(parse_cuda(THREAD_PER_ROW, "k.cu"), a1, "cuda-static@1", "row_softmax")}
     assert got1["migration.tiling"].labels["verdict"] == "surface"
+
+
+# A cooperative-groups grid-stride loop (`i += grid.size()`) strides the grid like `gridDim.x *
+# blockDim.x`; such kernels must be launched with cudaLaunchCooperativeKernel, not <<<...>>>.
+CG_GRID = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void grid_sum(const float* x, float* partial, float* out, unsigned n) {
+    cg::grid_group g = cg::this_grid();
+    float acc = 0.0f;
+    for (unsigned i = g.thread_rank(); i < n; i += g.size()) acc += x[i];
+    partial[g.thread_rank()] = acc;
+    g.sync();
+    if (g.thread_rank() == 0) for (unsigned j = 1; j < g.size(); j++) out[0] += partial[j];
+}
+void run(const float* x, float* partial, float* out, unsigned n) {
+    void* args[] = {(void*)&x, (void*)&partial, (void*)&out, (void*)&n};
+    cudaLaunchCooperativeKernel((void*)grid_sum, dim3(64), dim3(256), args, 0, 0);
+}
+"""
+
+
+def test_cooperative_grid_stride_and_cooperative_launch():
+    f = parse_cuda(CG_GRID, "k.cu")
+    assert [e.labels["pattern"] for e in f.loops] == ["grid_stride", "serial"]
+    assert "grid_sync" in [e.what for e in f.other_idioms]
+    kernel = next(i for i in cuda_items(f, "cuda-static@1") if i.kind == "cuda.kernel")
+    assert (kernel.labels["grid"], kernel.labels["block"], kernel.metrics["block_threads"]) == ("dim3(64)", "dim3(256)", 256.0)
