@@ -6,6 +6,17 @@ from __future__ import annotations
 
 from evidence.static.cuda import parse_cuda
 from evidence.static.cuda_items import cuda_items
+from evidence.static.engine import analyze, bindings_from
+from evidence.static.migration import migration_items
+
+
+def _migration(cuda, port: str, entry: str, shape: tuple[int, int]) -> dict:
+    """The migration items, by kind, of `port` (an NKI kernel of one fp32 input `x` of `shape`) against
+    `cuda` (source text or a parsed file) and its `entry` kernel."""
+    f = parse_cuda(cuda, "k.cu") if isinstance(cuda, str) else cuda
+    a = analyze(port, file="kernel.py", inputs=bindings_from({"x": (shape, "float32")}))
+    return {i.kind: i for i in migration_items(f, a, "cuda-static@1", entry)}
+
 
 # Element types given by a template parameter or a typedef the reader cannot resolve, next to an
 # integer index array: the accumulation's input dtype is unknown, not the float32 of the output
@@ -74,13 +85,9 @@ __global__ void row_max(const float* x, float* out, int cols) {
 
 
 def test_functions_passed_as_template_arguments_are_reached():
-    from evidence.static.engine import analyze, bindings_from
-    from evidence.static.migration import migration_items
-
     f = parse_cuda(TEMPLATE_FUNCTION_ARGS, "k.cu")
     assert f.reachable(["row_max"]) == {"row_max", "block_reduce", "warp_max"}
-    a = analyze(ELEMENTWISE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
-    idioms = {i.kind: i for i in migration_items(f, a, "cuda-static@1", "row_max")}["migration.idioms"].labels
+    idioms = _migration(f, ELEMENTWISE_PORT, "row_max", (128, 512))["migration.idioms"].labels
     assert idioms["idiom:warp_shuffle"] == "unhandled"  # warp_max's shuffle, reached through the template argument
     assert idioms["cuda_external_calls"] == "warp_sum_elsewhere"  # not `reduce`, not float4
 
@@ -212,11 +219,7 @@ def transpose_tiled(x):
 
 
 def test_transpose_migration_has_nothing_to_accumulate_and_unsized_shared_tiles():
-    from evidence.static.engine import analyze, bindings_from
-    from evidence.static.migration import migration_items
-
-    a = analyze(TRANSPOSE_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
-    got = {i.kind: i for i in migration_items(parse_cuda(TRANSPOSE_CU, "k.cu"), a, "cuda-static@1", "transpose_tiled")}
+    got = _migration(TRANSPOSE_CU, TRANSPOSE_PORT, "transpose_tiled", (128, 128))
     acc = got["migration.accumulation"]
     assert (acc.labels["verdict"], acc.severity.value, acc.labels["nki"]) == ("not_needed", "info", "no accumulators or reductions")
     assert got["migration.tiling"].labels["cuda"].startswith("1 __shared__ array(s), size unknown;")
@@ -254,14 +257,10 @@ void scale_rows(float* y, const float* x, int n, int block) {
 
 
 def test_launcher_named_like_its_kernel_lends_it_nothing():
-    from evidence.static.engine import analyze, bindings_from
-    from evidence.static.migration import migration_items
-
     f = parse_cuda(SAME_NAME_LAUNCHER, "k.cu")
     assert f.atomics == [] and f.calls.get("scale_rows", set()) == set()
-    a = analyze(ELEMENTWISE_PORT.replace("row_max", "scale_rows"), file="kernel.py",
-                inputs=bindings_from({"x": ((128, 512), "float32")}))
-    got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "scale_rows")}
+    got = {k: i.labels for k, i in _migration(f, ELEMENTWISE_PORT.replace("row_max", "scale_rows"), "scale_rows",
+                                               (128, 512)).items()}
     assert got["migration.atomics"]["verdict"] == "not_needed"
     assert "cuda_external_calls" not in got["migration.idioms"]  # div_up is the launcher's
 
@@ -290,21 +289,14 @@ def weighted_rows(x):
 
 
 def test_memory_accumulation_is_not_a_kernel_without_accumulation():
-    from evidence.static.engine import analyze, bindings_from
-    from evidence.static.migration import migration_items
-
     f = parse_cuda(MEMORY_ACCUMULATION, "k.cu")
     assert [(e.function, e.what) for e in f.memory_updates] == [("weighted_rows", "out_t")]
-    a = analyze(COPY_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
-    got = {i.kind: i.labels for i in migration_items(f, a, "cuda-static@1", "weighted_rows")}
+    got = {k: i.labels for k, i in _migration(f, COPY_PORT, "weighted_rows", (128, 128)).items()}
     assert got["migration.accumulation"]["verdict"] == "unknown"
     assert got["migration.accumulation"]["cuda"] == "no loop accumulators found (sums kept in memory: out_t)"
     # ... and a port that matmuls accumulates in PSUM even without an explicit accumulator
-    f2 = parse_cuda(TRANSPOSE_CU, "k.cu")
     mm = TRANSPOSE_PORT.replace("nl.transpose(t)", "nl.matmul(t, t, transpose_x=True)")
-    a2 = analyze(mm, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
-    got2 = {i.kind: i.labels for i in migration_items(f2, a2, "cuda-static@1", "transpose_tiled")}
-    assert got2["migration.accumulation"]["verdict"] == "unknown"
+    assert _migration(TRANSPOSE_CU, mm, "transpose_tiled", (128, 128))["migration.accumulation"].labels["verdict"] == "unknown"
 
 
 # A sorting network's merge stages step geometrically like a tree reduction but combine nothing
@@ -401,15 +393,10 @@ def row_softmax(x):
 
 
 def test_no_shared_memory_means_no_tiling_to_restructure():
-    from evidence.static.engine import analyze, bindings_from
-    from evidence.static.migration import migration_items
-
-    a = analyze(ROW_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
-    got = {i.kind: i for i in migration_items(parse_cuda(THREAD_PER_ROW, "k.cu"), a, "cuda-static@1", "row_softmax")}
+    got = _migration(THREAD_PER_ROW, ROW_PORT, "row_softmax", (128, 128))
     assert (got["migration.tiling"].labels["verdict"], got["migration.tiling"].severity.value) == ("not_needed", "info")
     one_row = ROW_PORT.replace("t = nl.load(x)", "t = nl.load(x[0:1, :])")
-    a1 = analyze(one_row, file="kernel.py", inputs=bindings_from({"x": ((128, 128), "float32")}))
-    got1 = {i.kind: i for i in migration_items(parse_cuda(THREAD_PER_ROW, "k.cu"), a1, "cuda-static@1", "row_softmax")}
+    got1 = _migration(THREAD_PER_ROW, one_row, "row_softmax", (128, 128))
     assert got1["migration.tiling"].labels["verdict"] == "surface"
 
 
