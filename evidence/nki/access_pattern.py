@@ -59,6 +59,17 @@ def gathered(start: int, shape, steps, rows: np.ndarray, row_elems: int) -> np.n
     return grid
 
 
+def unaddressable(st, pattern, start: int, shape, steps, size: int, dtype, buffer: str, what: str):
+    """An `UnaddressableView` when the pattern from `start` leaves the `size` elements it may address (`what`
+    names them in the message), else None."""
+    lo, hi = span(start, shape, steps)
+    if lo >= 0 and hi < size:
+        return None
+    file, line = st.where()
+    return UnaddressableView(shape, dtype, buffer, f"access pattern {pattern} (offset {start}, built at {file}:{line}) "
+                             f"addresses elements [{lo}, {hi}] of {what}", st)
+
+
 class UnaddressableView:
     """A static `.ap()` view reaching outside its tensor. Building one is legal: the bounds are the
     instruction's to check (nkilib's transposed output projection builds a stationary view for every PSUM

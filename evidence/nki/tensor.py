@@ -386,12 +386,12 @@ class Tensor(TensorOperators, HostAccessGuard):
         base = self.alloc.data
         if self.adv is not None:
             raise st.error("err_invalid_access_pattern", "'.ap' on an indexed gather; call it on the tensor")
-        if dtype is not None and dtypes.storage(dtypes.resolve(dtype)) != dtypes.storage(dtypes.resolve(self.dtype)):
-            return self._reinterpreting_ap(pattern, offset, dtypes.resolve(dtype))
         try:
             shape, steps = access_pattern.parse(pattern)
         except ValueError as exc:
             raise st.error("err_invalid_access_pattern", str(exc)) from None
+        if dtype is not None and dtypes.storage(dtypes.resolve(dtype)) != dtypes.storage(dtypes.resolve(self.dtype)):
+            return self._reinterpreting_ap(pattern, shape, steps, offset, dtypes.resolve(dtype))
         if not st.trace_only and not base.flags.c_contiguous:
             raise st.error("err_invalid_access_pattern", f"'.ap' needs a contiguous tensor, {self!r} is not")
         # where this view begins: its data, or in trace-only mode (no data) a bookkeeping array shaped alike
@@ -415,12 +415,10 @@ class Tensor(TensorOperators, HostAccessGuard):
                                f"rows [{int(rows.min())}, {int(rows.max())}] leaves tensor {list(self.alloc.shape)}")
             idx = np.unravel_index(flat, self.alloc.shape)
             return Tensor(self.alloc, None, shape, 0, adv=(Tensor.whole(self.alloc), idx, shape))
-        lo, hi = access_pattern.span(start, shape, steps)
-        if lo < 0 or hi >= size:  # an error only where an instruction uses it (access_pattern.UnaddressableView)
-            file, line = st.where()
-            return access_pattern.UnaddressableView(
-                shape, self.dtype, self.alloc.buffer, f"access pattern {pattern} (offset {start}, built at "
-                f"{file}:{line}) addresses elements [{lo}, {hi}] of tensor {list(self.alloc.shape)} ({size} elements)", st)
+        outside = access_pattern.unaddressable(st, pattern, start, shape, steps, size, self.dtype, self.alloc.buffer,
+                                               f"tensor {list(self.alloc.shape)} ({size} elements)")
+        if outside is not None:  # an error only where an instruction uses it
+            return outside
 
         def sub(a):
             if a is None:
@@ -454,15 +452,11 @@ class Tensor(TensorOperators, HostAccessGuard):
             alloc.unwritten -= fresh_
         write_records.settle(alloc)
 
-    def _reinterpreting_ap(self, pattern, offset, dt) -> Tensor:
+    def _reinterpreting_ap(self, pattern, shape, steps, offset, dt) -> Tensor:
         """`.ap(..., dtype=)` with another dtype: the documented reinterpret cast, the pattern and offset counted
         in elements of the new dtype over the same bytes. Like a `.view(dtype)`, it keeps no written-element
         bookkeeping (defined bytes read as another type can be NaN patterns)."""
         st = self.alloc.state
-        try:
-            shape, steps = access_pattern.parse(pattern)
-        except ValueError as exc:
-            raise st.error("err_invalid_access_pattern", str(exc)) from None
         old = dtypes.storage(dtypes.resolve(self.dtype)).itemsize
         d = dtypes.storage(dt)
         total = int(np.prod(self.alloc.shape, dtype=np.int64)) * old
@@ -471,12 +465,10 @@ class Tensor(TensorOperators, HostAccessGuard):
         size = total // d.itemsize
         begin = 0 if st.trace_only else access_pattern.start_of(self.data, self.alloc.data) * old
         start = begin // d.itemsize + int(offset)
-        lo, hi = access_pattern.span(start, shape, steps)
-        if lo < 0 or hi >= size:
-            file, line = st.where()
-            return access_pattern.UnaddressableView(
-                shape, dt, self.alloc.buffer, f"access pattern {pattern} (offset {start}, dtype {dt}, built at "
-                f"{file}:{line}) addresses elements [{lo}, {hi}] of a {size}-element {dt} view", st)
+        outside = access_pattern.unaddressable(st, pattern, start, shape, steps, size, dt, self.alloc.buffer,
+                                               f"a {size}-element {dt} view of the tensor's bytes")
+        if outside is not None:
+            return outside
         if st.trace_only:
             data = np.broadcast_to(np.zeros((), d), shape)
         else:
