@@ -3,19 +3,21 @@
 One parse and one walk of the `.cu` file collect kernels and their launches, `__shared__`
 arrays with sizes, barriers, atomics, warp primitives, tensor-core calls, accumulator dtypes
 (e.g. float accumulation of half inputs), loops with their pattern (thread-strided, tree
-reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or executed.
+reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or executed. The facts' data model is
+`cuda_model.py`, loop patterns `cuda_loops.py`, element types and constant folding `cuda_types.py`.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from functools import cache
 
 import tree_sitter as ts
 import tree_sitter_cuda
 
+from evidence.static.cuda_loops import WORD as _WORD
+from evidence.static.cuda_loops import LoopPatterns
+from evidence.static.cuda_model import CudaFacts, CudaFunction, Event
 from evidence.static.cuda_types import CTYPES, SIZEOF, dtype_of, eval_int, lanes_of, sizeof_bytes
 
 SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
@@ -23,14 +25,9 @@ WARP = ("__shfl", "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "
 TENSOR_CORE = ("wmma::", "mma_sync", "load_matrix_sync", "store_matrix_sync", "fill_fragment", "mma.sync", "wgmma")
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
-# What a reduction or scan round does to its values: a compound update, a min/max, a shuffle, a
-# collective or an atomic (`a = a + b` is caught by the self-reference).
-_COMBINES = re.compile(r"[-+*/|&^]=|\b(f?max|f?min|fmaxf|fminf|__h?max|__h?min)\s*\(|__shfl|\breduce\b|\bshfl|atomic"
-                       r"|\b(\w+)\s*(?:\[[^;]*?\])?\s*(?<![<>!=])=(?!=)[^;]*\b\2\b")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
 _VECTOR_TYPE = re.compile(r"u?(char|short|int|long|longlong)[1-4]|(float|double|half|__half|bfloat16|__nv_bfloat16)[1-4]")
-_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 @cache
@@ -38,73 +35,8 @@ def _parser() -> ts.Parser:
     return ts.Parser(ts.Language(tree_sitter_cuda.language()))
 
 
-@dataclass
-class CudaFunction:
-    name: str
-    qualifier: str  # global | device | host
-    start: int
-    end: int
-    # Element dtypes of const pointer parameters and of all pointer parameters, in order; "?" where
-    # the element type is a template parameter or a typedef this reader cannot resolve (`const T*`,
-    # `const floatX*`): an unknown input is not the same as no input.
-    input_dtypes: tuple[str, ...]
-    pointer_dtypes: tuple[str, ...]
-    builtins: Counter = field(default_factory=Counter)  # "threadIdx.x" -> uses
-    global_index: bool = False
 
-
-@dataclass
-class Event:
-    what: str  # the primitive or variable
-    function: str
-    line: int
-    end: int = 0
-    labels: dict[str, str] = field(default_factory=dict)
-    value: float | None = None
-
-
-@dataclass
-class CudaFacts:
-    file: str
-    functions: list[CudaFunction] = field(default_factory=list)
-    launches: list[Event] = field(default_factory=list)
-    shared: list[Event] = field(default_factory=list)
-    syncs: list[Event] = field(default_factory=list)
-    atomics: list[Event] = field(default_factory=list)
-    warp: list[Event] = field(default_factory=list)
-    tensor_core: list[Event] = field(default_factory=list)
-    accumulators: list[Event] = field(default_factory=list)
-    loops: list[Event] = field(default_factory=list)
-    other_idioms: list[Event] = field(default_factory=list)  # printf, grid sync, spin loops, malloc
-    # `out[i] += v`, `sdata[tid] += sdata[tid + s]` in a loop: sums kept in global or shared memory
-    # (not register accumulators, so no accumulator dtype), still evidence the kernel accumulates.
-    memory_updates: list[Event] = field(default_factory=list)
-    calls: dict[str, set[str]] = field(default_factory=dict)  # function -> names it calls or launches
-    parse_errors: list[tuple[int, int]] = field(default_factory=list)  # line spans tree-sitter could not parse
-
-    @property
-    def kernels(self) -> list[CudaFunction]:
-        return [f for f in self.functions if f.qualifier == "global"]
-
-    def reachable(self, roots: list[str]) -> set[str]:
-        """`roots` and the functions of this file they call, transitively (device helpers of a kernel)."""
-        defined = {f.name.split("<")[0] for f in self.functions}
-        # Using a struct (`Smem<T>()`, `Smem<T> s;`) reaches its member functions, named `Smem::...`.
-        members: dict[str, set[str]] = {}
-        for f in self.functions:
-            if "::" in f.name:
-                members.setdefault(f.name.split("::")[0].split("<")[0], set()).add(f.name)
-        seen, todo = set(), [r for r in roots if r in defined]
-        while todo:
-            name = todo.pop()
-            if name not in seen:
-                seen.add(name)
-                for c in (c.rsplit("::", 1)[-1] for c in self.calls.get(name, ())):
-                    todo.extend(m for m in ({c} & defined) | members.get(c, set()) if m not in seen)
-        return seen
-
-
-class _Walker:
+class _Walker(LoopPatterns):
     def __init__(self, src: bytes, file: str) -> None:
         self.src, self.facts = src, CudaFacts(file)
         self.macros: dict[str, int | None] = {}
@@ -513,73 +445,10 @@ class _Walker:
                 self.facts.atomics.append(Event("asm:" + op, where, line))
         return False
 
-    def on_for_statement(self, n: ts.Node) -> None:
-        self._loop(n)
-
-    def on_while_statement(self, n: ts.Node) -> None:
-        self._loop(n)
-
-    def on_do_statement(self, n: ts.Node) -> None:
-        self._loop(n)
-
     def _device(self) -> bool:
         """Inside a __global__/__device__ function. Host functions (launchers, CPU references, main)
         are not the kernel: their loops and sums say nothing about how the GPU code is built."""
         return self.fn is not None and self.fn.qualifier != "host"
-
-    def _loop(self, n: ts.Node) -> None:
-        self.depth += 1
-        if not self._device():
-            return
-        cond = n.child_by_field_name("condition")
-        cond_text = self.text(cond) if cond is not None else ""
-        if n.type == "for_statement":
-            init_node, update_node = n.child_by_field_name("initializer"), n.child_by_field_name("update")
-            init, update = (self.text(init_node) if init_node is not None else ""), (
-                self.text(update_node) if update_node is not None else "")
-        else:
-            # A while/do loop steps its variable in the body: find the step of a variable of the
-            # condition, and the value that variable was declared with.
-            init, update = "", ""
-            cond_vars = set(_WORD.findall(cond_text))
-            body = n.child_by_field_name("body")
-            for a in _descendants(body, "assignment_expression") if body is not None else ():
-                left = a.child_by_field_name("left")
-                if left is not None and left.type == "identifier" and self.text(left) in cond_vars:
-                    update = self.text(a)
-                    break
-        var = _WORD.match(update.strip())
-        if not init and var:
-            init = self.var_init.get(var.group(0), "")
-        pattern = self._pattern(init, update)
-        body = n.child_by_field_name("body")
-        if pattern == "tree_reduction" and body is not None and not _COMBINES.search(self.text(body)):
-            # Log2(n) rounds that combine nothing (a bitonic sort's merge stages swap through a
-            # comparator; a loop halving a tile size): geometric steps, not a reduction.
-            pattern = "log_step"
-        if n.type == "while_statement" and not update and ("atomic" in cond_text or "volatile" in cond_text):
-            pattern = "spin_wait"
-            self.facts.other_idioms.append(Event("spin_wait", self.fn.name if self.fn else "", n.start_point[0] + 1))
-        self.facts.loops.append(Event(n.type.split("_")[0], self.fn.name if self.fn else "", n.start_point[0] + 1,
-                                      n.end_point[0] + 1, labels={"pattern": pattern}, value=float(self.depth)))
-
-    def _pattern(self, init: str, update: str) -> str:
-        """The loop's pattern from how its variable starts (`init`) and steps (`update`).
-
-        Builtins named elsewhere in the header decide nothing: `s = blockDim.x / 2; s > 0; s >>= 1`
-        is a tree reduction and `k = 0; k < blockDim.x; k += 32` a serial walk."""
-        words = set(_WORD.findall(update))
-        if re.search(r">>=|<<=|/=|\*=", update) or re.search(r"\b(\w+)\s*=\s*\1\s*(/|\*|>>|<<)", update):
-            return "tree_reduction"  # a geometric step: log2(n) rounds of a reduction or scan
-        if not re.search(r"\+=|-=|\+\+|--|=", update):
-            return "serial"
-        if "gridDim" in update or words & self.grid_vars or any(self._group_of(w) == "grid" for w in words):
-            return "grid_stride"  # (`i += grid.size()` on a cooperative-groups grid_group strides the grid)
-        starts_at_thread = bool(re.search(r"threadIdx|thread_rank\(\)", init)) or bool(
-            self.thread_vars & set(_WORD.findall(init.split("=", 1)[-1])))
-        if ("+=" in update or "-=" in update) and (starts_at_thread or "blockDim" in update):
-            return "thread_stride"
-        return "serial"
 
     def on_assignment_expression(self, n: ts.Node) -> None:
         if not self._device():
@@ -626,14 +495,6 @@ class _Walker:
         self.seen_acc.add((self.fn.name, name))
         self.facts.accumulators.append(Event(name, self.fn.name, n.start_point[0] + 1,
                                              labels={"accumulator_dtype": dtype, "op": op}))
-
-
-def _descendants(n: ts.Node, type_: str):
-    """Nodes of one type under `n`, in source order."""
-    for c in n.children:
-        if c.type == type_:
-            yield c
-        yield from _descendants(c, type_)
 
 
 def _error_spans(root: ts.Node) -> list[tuple[int, int]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.static.cuda import CudaFacts
+from evidence.static.cuda_model import CudaFacts
 
 CUDA_KINDS = {
     "cuda.kernel": "a __global__ kernel (labels: name, inputs = element dtypes of its const pointer parameters, ? for a "

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.static.cuda import CudaFacts
+from evidence.static.cuda_model import CudaFacts
 from evidence.static.engine import Analysis
 from evidence.static.shapes import ITEMSIZE, LOW_PRECISION, REDUCE_CALLS, Tensor
 
