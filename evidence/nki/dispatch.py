@@ -21,6 +21,7 @@ from evidence.nki.access_pattern import UnaddressableView
 from evidence.nki.accumulation import COPY_OPS, is_addition
 from evidence.nki.errors import SimulationError, UnsupportedOpError
 from evidence.nki.indexing import full_mask
+from evidence.nki.trace import TINY_FREE_ELEMENTS, free_per_partition
 
 _BUF_SLOT = {"hbm": 0, "shared_hbm": 0, "private_hbm": 0, "sbuf": 1, "psum": 2}
 _HBM = ("hbm", "shared_hbm", "private_hbm")
@@ -293,6 +294,8 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
                 if not c.partitions:
                     parts = on_parts
     c.elements, c.partitions = elements, parts
+    if free_per_partition(c.engine, shape, elements, parts) <= TINY_FREE_ELEMENTS and walks_free_axis(c, out):
+        st.recorder.agg.tiny_walks += 1
     dt = c.dtype if c.dtype is not None else (out.dtype if out is not None else None)
     cycles = op.cost(st, c) if op.cost is not None else 0.0
     file, line = st.where()
@@ -308,6 +311,27 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
     rec.record(c.op, c.engine, line, tuple(shapes), dtname, parts, elements, reads, writes, float(cycles), c.flops,
                rd, wr, run, redundant, file)
+
+
+def walks_free_axis(c: Call, out) -> bool:
+    """Whether a tiny instruction takes a small piece of a tensor that is wider along its free axes: the
+    kernel walks that tensor a few elements at a time (`x[:, j:j + 1]` of a [128, 2048] tile, a column of
+    an HBM matrix), per-element work by choice. A view as wide as its tensor's narrowest free axis is what
+    the data gives (the 4 tokens of a decode step): no walk. HBM tensors have no partition axis: their
+    longest axis is taken as the one on the partitions and any other may be the free one (a transposing
+    load puts a [4, H] activation's tokens there; a [N, 1] or [N] vector has no free axis to walk)."""
+    for t in (*c.ins, out):
+        if t is None:
+            continue
+        a = t.alloc
+        if a.buffer in _HBM:
+            axes = sorted(a.shape)[:-1]
+        else:
+            axes = a.shape[a.pdim + 1:]
+        narrowest = min((n for n in axes if n > 1), default=1)
+        if math.prod(t.shape[1:]) < narrowest:
+            return True
+    return False
 
 
 def _mask_extent(mask: np.ndarray, shape: tuple) -> tuple[int, int] | None:

@@ -34,6 +34,13 @@ SMALL_DMA_BYTES_PER_PARTITION = 512
 TINY_FREE_ELEMENTS = 4
 
 
+def free_per_partition(engine: str, out_shape: tuple, elements: int, partitions: int) -> float:
+    """Elements per partition an instruction processes. TensorE streams the moving operand's columns
+    through all K partitions: its free size is the output's last axis (elements / K would count a
+    [1, 512] ones-matmul as 4 per partition)."""
+    return out_shape[-1] if engine == "tensor" and out_shape else elements / (partitions or 1)
+
+
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
     op: str
@@ -72,6 +79,9 @@ class Aggregate:
     compute_instr: int = 0
     free_sum: float = 0.0  # elements per partition, summed over compute instructions
     tiny_instr: int = 0  # compute instructions on <= TINY_FREE_ELEMENTS elements per partition
+    # tiny instructions (compute or DMA) that take a small piece of a tensor whose free extent is larger
+    # (dispatch.walks_free_axis): per-element work by choice, not because the data is that small
+    tiny_walks: int = 0
     dma_partition_sum: int = 0  # partitions moved, summed over DMAs (for bytes per partition)
     # (file, line) -> [engine of the first instruction, compute instructions, partition sum, min partitions,
     #                  free-elements sum, tiny instructions, DMAs, DMA bytes, redundant HBM bytes, DMA partitions]
@@ -115,10 +125,7 @@ class Aggregate:
             at[9] += partitions
         else:
             parts = partitions
-            out = shapes[-1] if shapes else ()
-            # TensorE streams the moving operand's columns through all K partitions: its free size is the
-            # output's last axis (elements / K would count a [1, 512] ones-matmul as 4 per partition).
-            free = out[-1] if eng == "tensor" and out else elements / (parts or 1)
+            free = free_per_partition(eng, shapes[-1] if shapes else (), elements, parts)
             self.partition_sum += parts
             self.compute_instr += 1
             self.free_sum += free

@@ -84,14 +84,29 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
     if compute:  # a pure-DMA kernel has no engine fill to judge
         tiny = report.tiny_instr_count / compute
         elements = sum(n for eng, n in report.elements_by_engine.items() if eng != "dma") / compute
-        items.append(fact("sim.partition_use", f"Engine fill: compute instructions use {report.partition_utilisation:.0%} "
-                          f"of the 128 partitions and {report.free_elements_mean:.4g} elements per partition on average "
-                          f"({elements:.4g} elements per instruction); {tiny:.0%} of {compute} are tiny (<= 4 elements "
-                          "per partition)",
-                          {"partition_utilisation": report.partition_utilisation,
-                           "free_elements_mean": report.free_elements_mean, "elements_mean": round(elements, 3),
-                           "tiny_fraction": round(tiny, 6), "compute_instructions": compute}))
+        work = _tiny_work(report)
+        said = {"walked": f"; {report.tiny_walk_count} tiny instruction(s) take a few elements of a wider tensor",
+                "data_bounded": "; every tiny instruction covers its tensors' narrowest free axis whole (the data "
+                                "is that small)"}.get(work, "")
+        use = fact("sim.partition_use", f"Engine fill: compute instructions use {report.partition_utilisation:.0%} "
+                   f"of the 128 partitions and {report.free_elements_mean:.4g} elements per partition on average "
+                   f"({elements:.4g} elements per instruction); {tiny:.0%} of {compute} are tiny (<= 4 elements "
+                   "per partition)" + said,
+                   {"partition_utilisation": report.partition_utilisation,
+                    "free_elements_mean": report.free_elements_mean, "elements_mean": round(elements, 3),
+                    "tiny_fraction": round(tiny, 6), "compute_instructions": compute,
+                    "tiny_walks": float(report.tiny_walk_count)})
+        items.append(use.model_copy(update={"labels": {"tiny_work": work}}))
     return items
+
+
+def _tiny_work(report: Report) -> str:
+    """The rubric's question about tiny instructions: "walked" when some take a few elements of a wider
+    tensor (per-element loops, thread-per-lane work), "data_bounded" when all are as wide as the data
+    allows (a weights-stationary decode step streams its 4 tokens as the moving free size), "none"."""
+    if not report.tiny_instr_count and not report.tiny_walk_count:
+        return "none"
+    return "walked" if report.tiny_walk_count else "data_bounded"
 
 
 def _small_transfer_lines(report: Report) -> tuple[int, int]:
