@@ -144,7 +144,10 @@ def index_general(t: Tensor, key: tuple) -> Tensor:
                 "err_unsupported_mixing_basic_advanced_tensor_indexing",
                 f"subscript of {t!r} mixes slices with arange/mgrid indices; use index grids on every axis",
             )
-        return _advanced(t, comps, forms)
+        v = _advanced(t, comps, forms)
+        if t.pdim < len(key) and t.alloc.buffer in ONCHIP and t.data is t.alloc.data:
+            v.pstart = _grid_partition_start(t, key[t.pdim])
+        return v
     return _basic(t, tuple(comps))
 
 
@@ -228,6 +231,8 @@ def _cut_view(t: Tensor, key: tuple, sig: tuple, starts: tuple) -> Tensor | None
     if rc.extents is not None and t.data is t.alloc.data:
         v.box = (starts, tuple(map(add, starts, rc.extents)))
     v.cut = (rc, t.data, starts)
+    if t.pdim < len(key) and t.alloc.buffer in ONCHIP and t.data is t.alloc.data:
+        v.pstart = _grid_partition_start(t, key[t.pdim])
     return v
 
 
@@ -298,6 +303,38 @@ def _partition_start_rule(t: Tensor, k: slice, n: int) -> str | None:
                 + f" of a {t.alloc.buffer} tile: compute-engine operands of {size} partitions must start at {allowed}"
                 " and cannot stride")
     return None
+
+
+class GridStart(str):
+    """A partition start violation found on an index-grid subscript (`x[i_p + 48, i_f]`): reported like a
+    slice's, except under an instruction or operand mask, which may keep only a legal partition range."""
+
+
+def _grid_partition_start(t: Tensor, k) -> str | None:
+    """The partition start rule (REFERENCE §1) for an affine index expression on the partition axis of an
+    on-chip allocation (`i_upper + d_head // 2`, `i_p + 32 * q`): the partitions it addresses as a slice,
+    checked like one. None when the expression is not affine, does not rise along the tile's leading axis
+    only, or reaches outside the tile (a mask then decides what is accessed)."""
+    if type(k) is not IndexExpr or k.form is None:
+        return None
+    start, steps = k.form
+    varying = [(k.shape[g], s, g) for g, s in steps if k.shape[g] > 1]
+    if not start and all(s == 1 for _, s, _ in varying):
+        return None  # `i_p`: from partition 0, unit stride
+    if not varying or any(s <= 0 or g != 0 for _, s, g in varying):
+        return None
+    vals = np.array([start], dtype=np.int64)
+    for n, s, _ in varying:
+        vals = (vals[:, None] + s * np.arange(n, dtype=np.int64)).ravel()
+    vals = np.unique(vals)
+    n = t.shape[t.pdim]
+    if vals[0] < 0 or vals[-1] >= n:
+        return None
+    step = int(vals[1] - vals[0]) if len(vals) > 1 else 1
+    if len(vals) > 1 and not (np.diff(vals) == step).all():
+        return None
+    message = _partition_start_rule(t, slice(int(vals[0]), int(vals[-1]) + 1, step), n)
+    return None if message is None else GridStart(message)
 
 
 def _slices_as_grids(t: Tensor, key: tuple) -> list | None:

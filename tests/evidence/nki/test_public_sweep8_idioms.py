@@ -1,0 +1,105 @@
+"""Semantics the eighth public-kernel sweep (beta dialect) found mishandled, each on a kernel written for the test."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import pytest
+
+from evidence.nki import load_kernel, simulate
+
+RNG = np.random.default_rng(81)
+
+# The two halves of a [d, S] tile combined with index grids: the upper half is `i_half + d // 2` on the
+# partition axis, a constant offset an index variable carries into the subscript. With d = 96 the lower half
+# is a 48-partition operand starting at partition 48 (REFERENCE §1: 33-64 partitions start at 0 or 64).
+HALVES = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def swap_scale(x, w):
+    d, s = x.shape
+    out = nl.ndarray((d, s), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_half = nl.arange(d // 2)[:, None]
+    i_up = i_half + d // 2
+    i_all = nl.arange(d)[:, None]
+    i_s = nl.arange(s)[None, :]
+    t = nl.ndarray((d, s), dtype=x.dtype, buffer=nl.sbuf)
+    t[i_all, i_s] = nl.load(x[i_all, i_s])
+    wt = nl.load(w[i_half, i_s])
+    lo = nisa.tensor_tensor(t[i_half, i_s], wt, np.multiply)
+    hi = nisa.tensor_tensor(t[i_up, i_s], wt, np.multiply)  # <- hi
+    r = nl.ndarray((d, s), dtype=x.dtype, buffer=nl.sbuf)
+    r[i_half, i_s] = nl.copy(hi)
+    r[i_up, i_s] = nl.copy(lo)  # <- store
+    nl.store(out[i_all, i_s], value=r)
+    return out
+'''
+
+
+def _marked(src: str, tag: str) -> int:
+    return next(i for i, line in enumerate(src.splitlines(), 1) if line.rstrip().endswith(f"# <- {tag}"))
+
+
+@pytest.mark.parametrize("d", [128, 64, 96])
+def test_partition_start_rule_sees_index_grid_offsets(d):
+    mod = load_kernel(HALVES, display="halves.py")
+    x = RNG.standard_normal((d, 64)).astype(np.float32)
+    w = RNG.standard_normal((d // 2, 64)).astype(np.float32)
+    sim = simulate(mod.swap_scale, x, w)
+    h = d // 2
+    np.testing.assert_array_equal(sim.outputs[0], np.concatenate([x[h:] * w, x[:h] * w]))
+    found = {(f.code, f.line) for f in sim.report.findings if f.code == "partition_start_rule"}
+    if d == 96:  # 48 partitions from partition 48: the operand read and the result written there
+        assert found == {("partition_start_rule", _marked(HALVES, "hi")),
+                         ("partition_start_rule", _marked(HALVES, "store"))}
+        msg = next(f.message for f in sim.report.findings if f.code == "partition_start_rule")
+        assert "48 partitions starting at partition 48" in msg
+    else:  # 64 from 64 and 32 from 32 are legal starts
+        assert found == set()
+
+
+# Index grids whose partitions are legal or decided by a mask: a 32-partition quadrant (`i_q + 32 * q`, the
+# offset through a loop variable), block-dimension tiles, and a 64-partition grid from partition 32 that a
+# mask cuts to the 32 partitions 32-63. None of them is a finding.
+LEGAL_GRIDS = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def quadrants(x):
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    t[i_p, i_f] = nl.load(x[i_p, i_f])
+    r = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    i_q = nl.arange(32)[:, None]
+    for q in nl.static_range(4):
+        r[i_q + 32 * q, i_f[0:32, :]] = nl.multiply(t[i_q + 32 * q, i_f[0:32, :]], 2.0)
+    blk = nl.ndarray((2, nl.par_dim(128), 64), dtype=x.dtype, buffer=nl.sbuf)
+    for b in nl.affine_range(2):
+        blk[b, i_q + 64, i_f[0:32, :]] = nl.copy(r[i_q + 64, i_f[0:32, :]])
+        blk[b, i_q, i_f[0:32, :]] = nl.copy(r[i_q, i_f[0:32, :]])
+        blk[b, i_q + 32, i_f[0:32, :]] = nl.copy(r[i_q + 32, i_f[0:32, :]])
+        blk[b, i_q + 96, i_f[0:32, :]] = nl.copy(r[i_q + 96, i_f[0:32, :]])
+    i_w = nl.arange(64)[:, None]
+    m = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    m[i_p, i_f] = nl.copy(blk[1, i_p, i_f])
+    m[i_w + 32, i_f[0:64, :]] = nl.multiply(blk[0, i_w + 32, i_f[0:64, :]], 1.0, mask=i_w < 32)
+    nl.store(out[i_p, i_f], value=m)
+    return out
+'''
+
+
+def test_partition_start_rule_keeps_legal_and_masked_index_grids_clean():
+    mod = load_kernel(LEGAL_GRIDS, display="quadrants.py")
+    x = RNG.standard_normal((128, 64)).astype(np.float32)
+    sim = simulate(mod.quadrants, x)
+    np.testing.assert_array_equal(sim.outputs[0], 2 * x)
+    assert not [f for f in sim.report.findings if f.code == "partition_start_rule"]
