@@ -1,5 +1,6 @@
 """Modules public kernels import that the simulator does not model as a whole: beta neuronx-cc modules below
-the public API, imported for type hints and byte sizes (`neuronxcc.nki.language.constants.sizeinbytes`,
+the public API, imported for type hints, enums and byte sizes (`neuronxcc.nki.language.constants.sizeinbytes`,
+`neuronxcc.nki.isa.constants.oob_mode`,
 `neuronxcc.nki.compiler.backends.neuron.{indexing,tensor}`, where `TileIndex` is the index-expression type of
 `nl.mgrid`; `neuronxcc.nki._private.private_api`'s multi-core `sendrecv` and `core_barrier`;
 `neuronxcc.starfish.support.dtype.bfloat16`, the numpy scalar type), and nki 0.3+'s `nki.collectives` (not implemented, as in the official simulator: REFERENCE §8.2).
@@ -28,8 +29,15 @@ def _module(name: str, doc: str, prefix: str | None = None, **names) -> types.Mo
 
 
 def beta_modules() -> dict[str, types.ModuleType]:
+    from evidence.nki.shim import isa  # the beta ISA shim (it imports the op table, which sits above this module)
+
     root = "neuronxcc.nki.compiler.backends"
     return {
+        # the ISA's enums by their submodule (`from neuronxcc.nki.isa.constants import oob_mode`: the neuron-team
+        # blockwise matmul, paged attention): the same classes as `nisa.*`, so either spelling passes enum checks
+        "neuronxcc.nki.isa.constants": _module("neuronxcc.nki.isa.constants", "ISA enums", engine=isa.engine,
+                                               reduce_cmd=isa.reduce_cmd, dge_mode=isa.dge_mode,
+                                               oob_mode=isa.oob_mode, nc_version=isa.nc_version),
         "neuronxcc.nki.language.constants": _module("neuronxcc.nki.language.constants", "byte sizes",
                                                     sizeinbytes=sizeinbytes),
         root: _module(root, "compiler internals"),

@@ -103,3 +103,32 @@ def test_partition_start_rule_keeps_legal_and_masked_index_grids_clean():
     sim = simulate(mod.quadrants, x)
     np.testing.assert_array_equal(sim.outputs[0], 2 * x)
     assert not [f for f in sim.report.findings if f.code == "partition_start_rule"]
+
+
+# The ISA enums imported by their beta submodule, as the neuron-team MoE and paged-attention kernels do.
+ISA_CONSTANTS = '''
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+from neuronxcc.nki.isa.constants import oob_mode
+
+
+@nki.jit
+def gather_rows(x, idx):
+    out = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    rows = nl.load(idx)
+    i_f = nl.arange(x.shape[1])[None, :]
+    t = nl.load(x[rows[nl.arange(128)[:, None], 0], i_f], mode=oob_mode.error)
+    nl.store(out, value=t)
+    return out
+'''
+
+
+def test_isa_constants_submodule_imports_in_the_beta_dialect():
+    mod = load_kernel(ISA_CONSTANTS, display="gather.py")
+    x = RNG.standard_normal((300, 64)).astype(np.float32)
+    idx = RNG.integers(0, 300, (128, 1)).astype(np.int32)
+    sim = simulate(mod.gather_rows, x, idx)
+    np.testing.assert_array_equal(sim.outputs[0], x[idx[:, 0]])
+    assert mod.oob_mode is not None and int(mod.oob_mode.skip) == 1
+
