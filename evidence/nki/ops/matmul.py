@@ -9,6 +9,7 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki.dialect import BETA
 from evidence.nki.dispatch import Call
+from evidence.nki.indexing import full_mask
 from evidence.nki.product_batch import ProductBatch, capacity
 from evidence.nki.ops.base import (
     MIN_II, PMAX, Op, check_partitions, f32, free_size, fresh, op_mask, resolve_dtype, set_result, table, tile,
@@ -128,13 +129,31 @@ def _operand_masks(c: Call) -> None:
     x, y = c.ins
     if x.valid is None and y.valid is None:
         return
+    if c.mask is not None and any(_same_predicate(c.mask, t) for t in (x, y)):
+        # `nc_matmul(w[..., i_m][i_m < M], v, mask=(i_m < M))`: the instruction mask repeats an operand's predicate
+        # (over that operand's index, here the stationary's free axis: the output's rows). It selects the same
+        # elements, so the operand masks alone decide; aligned with the output it would cut columns instead.
+        c.mask = None
     xv = np.ones(x.shape, bool) if x.valid is None else x.valid
     xv = xv.reshape(x.shape[0], -1)
     xv = xv if c.p["transpose_x"] else xv.T  # [K, M]
     yv = (np.ones(y.shape, bool) if y.valid is None else y.valid).reshape(y.shape[0], -1)
+    # a contraction row (K) masked out of either operand takes no part: the other operand's row is not read
+    k = xv.any(axis=1) & yv.any(axis=1)
+    xv, yv = xv & k[:, None], yv & k[:, None]
     c.p["xv"], c.p["yv"] = xv, yv
     out_valid = (xv.any(axis=0)[:, None] & yv.any(axis=0)[None, :]).reshape(c.out.shape)
     c.mask = out_valid if c.mask is None else (np.broadcast_to(c.mask, out_valid.shape) & out_valid)
+
+
+def _same_predicate(mask: np.ndarray, t) -> bool:
+    """`mask` is the predicate that masks operand `t` (`t = x[pred]`), aligned with `t` as its own mask was."""
+    if t.valid is None:
+        return False
+    try:
+        return bool(np.array_equal(full_mask(mask, t.shape), t.valid))
+    except Exception:  # a mask that does not fit the operand
+        return False
 
 
 def exec_matmul(st, c: Call) -> None:
@@ -149,9 +168,16 @@ def exec_matmul(st, c: Call) -> None:
         r = np.einsum("kjm,kjn->mn", f32(x, x.valid), f32(y, y.valid), optimize=True)
         set_result(c.out, r.astype(np.float32), c.mask)
         return
-    a = f32(x, x.valid).reshape(x.shape[0], -1)  # masked-out operand elements are not read
+    xv, yv = c.p.get("xv"), c.p.get("yv")
+    if xv is not None:  # masked-out operand elements, and contraction rows the other operand masks out, are not read
+        a = f32(x, (xv if c.p["transpose_x"] else xv.T).reshape(x.shape)).reshape(x.shape[0], -1)
+        b = f32(y, yv.reshape(y.shape))
+    else:
+        a = f32(x, x.valid)
+        b = f32(y, y.valid)
+    a = a.reshape(x.shape[0], -1)
     a = a if c.p["transpose_x"] else a.T  # stationary [K, M]
-    b = f32(y, y.valid).reshape(y.shape[0], -1)
+    b = b.reshape(y.shape[0], -1)
     if "xv" in c.p:
         a = np.where(c.p["xv"], a, np.float32(0))
         b = np.where(c.p["yv"], b, np.float32(0))

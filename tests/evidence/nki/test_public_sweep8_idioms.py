@@ -132,3 +132,47 @@ def test_isa_constants_submodule_imports_in_the_beta_dialect():
     np.testing.assert_array_equal(sim.outputs[0], x[idx[:, 0]])
     assert mod.oob_mode is not None and int(mod.oob_mode.skip) == 1
 
+
+# A ragged intermediate size (I = 96 of a 128-row tile) through two matmuls: up-projection with the stationary
+# weight's free axis (the output rows) masked by the operand predicate, repeated as the instruction mask; then
+# down-projection contracting over the intermediate, whose rows 96-127 were never written, with only the moving
+# weight masked along K. Masked-out rows take no part: no NaN may reach the valid output.
+RAGGED_MLP = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def ragged_mlp(xT, w_up, w_down):
+    k, n = xT.shape          # [128, 128] tokens on the free axis
+    i_size = w_up.shape[1]   # 96
+    out = nl.ndarray((n, w_down.shape[1]), dtype=np.float32, buffer=nl.shared_hbm)
+    x_sb = nl.load(xT)
+    i_k = nl.arange(128)[:, None]
+    i_m = nl.arange(128)[None, :]
+    w_sb = nl.ndarray((128, 128), dtype=w_up.dtype, buffer=nl.sbuf)
+    w_sb[i_k, i_m] = nl.load(w_up[i_k, i_m], mask=i_m < i_size)
+    h_ps = nisa.nc_matmul(w_sb[i_k, i_m][i_m < i_size], x_sb, mask=(i_m < i_size))  # [I rows, n]
+    h = nl.ndarray((128, 128), dtype=np.float32, buffer=nl.sbuf)
+    h[i_k, i_m] = nl.copy(h_ps, mask=i_k < i_size)
+    i_n = nl.arange(w_down.shape[1])[None, :]
+    wd = nl.ndarray((128, w_down.shape[1]), dtype=w_down.dtype, buffer=nl.sbuf)
+    wd[i_k, i_n] = nl.load(w_down[i_k, i_n], mask=i_k < i_size)
+    o_ps = nisa.nc_matmul(h[0:128, 0:128], wd[i_k, i_n][i_k < i_size])  # contracts over I
+    nl.store(out, value=nl.copy(o_ps))
+    return out
+'''
+
+
+def test_matmul_masks_keep_ragged_rows_out_of_the_product():
+    mod = load_kernel(RAGGED_MLP, display="ragged_mlp.py")
+    xT = RNG.standard_normal((128, 128)).astype(np.float32)
+    w_up = RNG.standard_normal((128, 96)).astype(np.float32)
+    w_down = RNG.standard_normal((96, 256)).astype(np.float32)
+    sim = simulate(mod.ragged_mlp, xT, w_up, w_down)
+    h = w_up.T @ xT  # [96, 128]
+    np.testing.assert_allclose(sim.outputs[0], h.T @ w_down, rtol=1e-4, atol=1e-3)
+    assert not [f for f in sim.report.findings if f.severity in ("high", "critical")]
+
