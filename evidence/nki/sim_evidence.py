@@ -29,6 +29,7 @@ FINDING_SEVERITY = {
     "psum_capacity_exceeded": Severity.medium,
     "matmul_mixed_fp32_dtypes": Severity.medium,
     "partition_start_rule": Severity.medium,
+    "indirect_write_conflict": Severity.medium,
     "block_dimensions_deprecated": Severity.low,
     "matmul_operand_in_psum": Severity.low,
     "benchmark_no_timing": Severity.info,

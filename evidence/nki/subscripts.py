@@ -111,6 +111,7 @@ def index_general(t: Tensor, key: tuple) -> Tensor:
     nd = len(t.shape)
     adv = False
     basic = False
+    indirect = False  # some index is a tile of run-time values
     comps = []
     forms = []  # the affine forms index expressions carry (strided.plan), None where unknown
     for k in key:
@@ -124,7 +125,7 @@ def index_general(t: Tensor, key: tuple) -> Tensor:
             adv = True
             comps.append(k.a)
         elif isinstance(k, type(t)):
-            adv = True
+            adv = indirect = True
             comps.append(undefined.index_values(k) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))
         elif isinstance(k, MaskExpr):
             raise _state.current().error(
@@ -145,6 +146,7 @@ def index_general(t: Tensor, key: tuple) -> Tensor:
                 f"subscript of {t!r} mixes slices with arange/mgrid indices; use index grids on every axis",
             )
         v = _advanced(t, comps, forms)
+        v.indirect = indirect
         if t.pdim < len(key) and t.alloc.buffer in ONCHIP and t.data is t.alloc.data:
             v.pstart = _grid_partition_start(t, key[t.pdim])
         return v

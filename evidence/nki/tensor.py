@@ -34,7 +34,7 @@ class Tensor(TensorOperators, HostAccessGuard):
 
     __slots__ = ("alloc", "data", "shape", "dtype", "pdim", "wmask", "stamp", "lmask", "adv", "valid", "fresh",
                  "reduce_op", "block", "cut", "pstart", "producer", "box", "views", "last", "written",
-                 "reinterpreted")
+                 "reinterpreted", "indirect")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy scalars/arrays defer to our reflected operators (np.float32(2) * tile)
 
@@ -64,6 +64,7 @@ class Tensor(TensorOperators, HostAccessGuard):
         self.last = None  # (key, view) of the last `self[key]` the fast path served (see `assigns_itself`)
         self.written = False  # every element is known written: writes never unwrite, so it stays so (`_covered`)
         self.reinterpreted = False  # a view of the bytes as another dtype (`.view(dt)`, `.ap(dtype=)`): no wmask
+        self.indirect = False  # an advanced access whose indices include run-time values (an index tile)
 
     def __getattr__(self, name: str):
         # only reached for names the class lacks: a tile method of NKI's tensor API with no simulation
@@ -317,7 +318,7 @@ class Tensor(TensorOperators, HostAccessGuard):
                 parent.alloc.unwritten = None  # duplicate indices: recount
                 write_records.settle(parent.alloc)
             if parent.stamp is not None:
-                write_records.stamp(st, parent.alloc, parent.stamp, idx, None, accumulate)
+                write_records.stamp(st, parent.alloc, parent.stamp, idx, None, accumulate, indirect=self.indirect)
             return
         if not st.trace_only:
             v = dtypes.cast(value, self.dtype) if (self.dtype is dtypes.tfloat32 or value.dtype.kind != self.data.dtype.kind) else value

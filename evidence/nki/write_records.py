@@ -40,9 +40,11 @@ def sync(alloc: Alloc) -> None:
         alloc.cov.sync()
 
 
-def stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool = False, box=None) -> None:
+def stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool = False, box=None,
+          indirect: bool = False) -> None:
     """Record the write path of an HBM write; report writes by different affine iterations. `box`: the
-    region written, when the write is one box (whole, unmasked), which the stamp boxes may record alone."""
+    region written, when the write is one box (whole, unmasked), which the stamp boxes may record alone.
+    `indirect`: `idx` holds run-time index values (an index tile), which the compiler cannot check."""
     pid = st.path_id()
     boxes = alloc.stamp_boxes
     prev = None if boxes is None or box is None or mask is not None else boxes.record(box, pid)
@@ -62,7 +64,10 @@ def stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool 
     if not accumulate and not alloc.dep_reported:
         for p in earlier:
             if p != pid and st.conflicting(p, pid):
-                output_dependency(st, alloc)
+                if indirect and prev is None:
+                    indirect_write_conflict(st, alloc, np.unique(np.broadcast_to(idx[0], region.shape)[region == p]) if len(idx) else [])
+                else:
+                    output_dependency(st, alloc)
                 break
     if alloc.param >= 0 and alloc.param not in st.param_writes:
         st.param_writes[alloc.param] = st.where()
@@ -75,6 +80,26 @@ def output_dependency(st, alloc: Alloc) -> None:
         f"elements of {alloc.name or 'an HBM tensor'} {list(alloc.shape)}; index the write by the "
         "loop variable or use sequential_range",
         "high",
+    )
+    alloc.dep_reported = True
+
+
+def indirect_write_conflict(st, alloc: Alloc, rows) -> None:
+    """Iterations wrote the same HBM elements through run-time index values (`out[idx_tile[i_p, n], i_f]` in an
+    affine loop). The compiler checks output dependencies on static indices only (REFERENCE §2:
+    `err_unexpected_output_dependencies` is a compile error), so this is no compile error: on hardware the order
+    of the colliding writes is undefined, and the simulation keeps the last. A kernel routing padding tokens to one
+    dummy row does this on purpose, so the finding names the rows."""
+    rows = [int(r) for r in rows]
+    shown = ", ".join(map(str, rows[:8])) + (f", ... ({len(rows)} in all)" if len(rows) > 8 else "")
+    st.finding(
+        "indirect_write_conflict",
+        f"different iterations of an affine_range loop (or SPMD instances) write the same elements of "
+        f"{alloc.name or 'an HBM tensor'} {list(alloc.shape)} through run-time (indirect) index values"
+        + (f" (index {shown} on axis 0)" if rows else "")
+        + ": no compile error (the compiler checks static indices only), but on hardware which write lands is "
+        "undefined; the simulation keeps the last",
+        "medium",
     )
     alloc.dep_reported = True
 

@@ -176,3 +176,39 @@ def test_matmul_masks_keep_ragged_rows_out_of_the_product():
     np.testing.assert_allclose(sim.outputs[0], h.T @ w_down, rtol=1e-4, atol=1e-3)
     assert not [f for f in sim.report.findings if f.severity in ("high", "critical")]
 
+
+# Rows scattered through a run-time index tile from an affine loop, two tiles of 128 indices each; unused slots
+# of both tiles point at one dummy row (the last), so the two iterations write that row. The compiler checks
+# output dependencies on static indices only: this is no compile error, but which write lands is undefined.
+SCATTER_PADDED = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def scatter_rows(x, idx):
+    out = nl.ndarray((201, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)  # 200 rows and the dummy
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(x.shape[1])[None, :]
+    for n in nl.affine_range(2):
+        rows = nl.load(idx[n * 128 + i_p, 0])
+        t = nl.load(x[n * 128 + i_p, i_f])
+        nl.store(out[rows[i_p, 0], i_f], value=t)  # <- scatter
+    return out
+'''
+
+
+def test_indirect_writes_that_collide_are_not_a_compile_error():
+    mod = load_kernel(SCATTER_PADDED, display="scatter.py")
+    x = RNG.standard_normal((256, 64)).astype(np.float32)
+    idx = np.full((256, 1), 200, np.int32)  # slots 100-127 and 228-255 are padding
+    idx[:100, 0] = np.arange(100)
+    idx[128:228, 0] = np.arange(100, 200)
+    sim = simulate(mod.scatter_rows, x, idx)
+    np.testing.assert_array_equal(sim.outputs[0][:200], np.concatenate([x[:100], x[128:228]]))
+    found = {(f.code, f.line, f.severity) for f in sim.report.findings}
+    assert found == {("indirect_write_conflict", _marked(SCATTER_PADDED, "scatter"), "medium")}
+    msg = sim.report.findings[0].message
+    assert "index 200 on axis 0" in msg and "no compile error" in msg
+
