@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from evidence.model import Severity
 from evidence.static.framework import Invalid, Rule, Valid
 from evidence.static.model import AssignInfo, CallInfo, LoopInfo
 from evidence.static.rulekit import store_target
-from evidence.static.shapes import Tensor
+from evidence.static.shapes import Grid, Index, LoopVar, MultiIndex, Tensor
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
 _HBM = ("hbm", "shared_hbm", "private_hbm")
@@ -63,6 +65,8 @@ class AffineLoopCarriedDependency(Rule):
             if lp.id in a.target_def_loops:
                 continue  # defined inside this loop: fresh every iteration
             if a.kind == "bind" and a.target in a.names:
+                if self._predicate(a.value_node, a.target):
+                    return  # a mask rebuilt from its previous value is a trace-time predicate, not device state
                 self.report(a.node, f"'{a.target}' carries state across iterations of affine_range (line {lp.start})",
                             metrics={"loop_line": lp.start, "trip_count": lp.trip}, labels={"pattern": "running_state"})
                 return
@@ -95,6 +99,26 @@ class AffineLoopCarriedDependency(Rule):
     def _same_output(self, node, name: str, lp: LoopInfo) -> None:
         self.report(node, f"every iteration of affine_range (line {lp.start}) writes the same location of '{name}'",
                     metrics={"loop_line": lp.start, "trip_count": lp.trip}, labels={"pattern": "same_output_location"})
+
+    def _predicate(self, node, name: str) -> bool:
+        """`node` is a mask: comparisons of index expressions (arange/mgrid grids, affine loop variables), joined
+        with `&`/`|`, through conditional expressions, with `name` itself (`m = (i_p + 128 * i < n) & m`).
+        A mask is a compile-time predicate (REFERENCE §3.2): each iteration's instruction gets its own, fixed while
+        tracing, so rebinding one from its previous value carries no data between iterations on the device."""
+        if isinstance(node, cst.IfExp):
+            return self._predicate(node.body, name) and self._predicate(node.orelse, name)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+            return self._predicate(node.left, name) and self._predicate(node.right, name)
+        if isinstance(node, cst.Name):
+            return node.value == name
+        if isinstance(node, cst.Comparison):
+            sides = [node.left, *(c.comparator for c in node.comparisons)]
+            values = [self.ctx.value(x) for x in sides]
+            if any(isinstance(v, (Index, MultiIndex, Grid)) for v in values):
+                return True  # an index grid compared with a bound (a tile there would be no predicate at all)
+            return (not any(isinstance(v, Tensor) for v in values)
+                    and any(isinstance(v, LoopVar) or self.ctx.deps(x)[0] for x, v in zip(sides, values)))
+        return False
 
     @staticmethod
     def _read_before(lp: LoopInfo, name: str, line: int) -> bool:
