@@ -256,23 +256,47 @@ def _scalar_form(o: object) -> Form | None:
 
 
 class MaskExpr:
-    """A compile-time predicate over index expressions; combine with & and | only."""
+    """A compile-time predicate over index expressions; combine with & and | only.
 
-    __slots__ = ("a",)
+    In the error model's reversed-order run, `born` names the affine_range iterations ((loop token, iteration))
+    the predicate was built in, or built from predicates of: a mask a later iteration reuses from an earlier one
+    (Python state, fixed while tracing in program order) is not reordered by the compiled loop
+    (`order_dependent_mask`)."""
 
-    def __init__(self, a: np.ndarray) -> None:
+    __slots__ = ("a", "born")
+
+    def __init__(self, a: np.ndarray, born: tuple = ()) -> None:
         self.a = np.asarray(a, dtype=bool)
+        st = _state.get()
+        if st is not None and st.affine_reversed:
+            born = born + tuple((f.token, f.it) for f in st.loops if f.kind == "affine")
+        self.born = born
 
-    def __and__(self, o): return MaskExpr(self.a & _mask_array(o))
-    def __rand__(self, o): return MaskExpr(_mask_array(o) & self.a)
-    def __or__(self, o): return MaskExpr(self.a | _mask_array(o))
-    def __ror__(self, o): return MaskExpr(_mask_array(o) | self.a)
-    def __invert__(self): return MaskExpr(~self.a)
+    def __and__(self, o): return MaskExpr(self.a & _mask_array(o), self.born + _born(o))
+    def __rand__(self, o): return MaskExpr(_mask_array(o) & self.a, self.born + _born(o))
+    def __or__(self, o): return MaskExpr(self.a | _mask_array(o), self.born + _born(o))
+    def __ror__(self, o): return MaskExpr(_mask_array(o) | self.a, self.born + _born(o))
+    def __invert__(self): return MaskExpr(~self.a, self.born)
 
     def __bool__(self) -> bool:
         raise SimulationError(
             "err_ambiguous_tensor_truth_value", "use & and | (not `and`/`or`) to combine mask predicates"
         )
+
+
+def _born(m: object) -> tuple:
+    return m.born if isinstance(m, MaskExpr) else ()
+
+
+def order_dependent_mask(st, mask: object) -> None:
+    """In the reversed-order run, note the first line that uses a mask built in another iteration of an enclosing
+    affine_range loop (`mask = (i_p + 128 * i < n) & mask`): reversing Python's iterations changed what the kernel
+    traced, so that run is not the compiled loop in another order (the error model then drops it)."""
+    if not st.affine_reversed or st.order_state_line or not isinstance(mask, MaskExpr) or not mask.born:
+        return
+    now = {f.token: f.it for f in st.loops}
+    if any(now.get(token, it) != it for token, it in mask.born):
+        st.order_state_line = st.where()[1] or -1
 
 
 def _mask_array(m: object) -> np.ndarray:

@@ -73,6 +73,9 @@ class Report(BaseModel):
     dtypes: tuple[str, ...] = ()  # dtypes the instructions produced or moved (the error model's device dtype)
     reduce_length: float = 0.0  # longest free-axis reduction, elements in per element out
     accumulation_depth: int = 0  # longest chain of element-wise additions feeding a value (evidence.nki.accumulation)
+    # reversed-order run (error model): a line whose mask was built in another affine iteration, so reversing the
+    # Python iterations changed what was traced; 0 when none
+    order_state_line: int = 0
 
 
 def build_report(st: State) -> Report:
@@ -123,6 +126,7 @@ def build_report(st: State) -> Report:
         sbuf_peak_bytes_per_partition=st.sbuf_peak,
         sbuf_usable_bytes_per_partition=usable,
         psum_peak_banks=psum_peak,
+        order_state_line=st.order_state_line,
         findings=tuple(out),
         dtypes=tuple(sorted(agg.dtypes)),
         reduce_length=agg.reduce_len,

@@ -68,6 +68,7 @@ class State:
         # run affine_range iterations last to first (a legal order for independent iterations): an
         # illegal loop-carried dependency then changes the results (the error model's order trial)
         self.affine_reversed = False
+        self.order_state_line = 0  # reversed run: first line using a mask from another affine iteration (indexing)
         self.paths: list[tuple] = []
         self._path_key: tuple | None = None
         self.program_id: tuple[int, ...] = ()

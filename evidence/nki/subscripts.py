@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from evidence.nki import state as _state
-from evidence.nki import strided, undefined
+from evidence.nki import indexing, strided, undefined
 from evidence.nki.alloc import ONCHIP
 from evidence.nki.indexing import IndexExpr, MaskExpr, full_mask
 
@@ -61,6 +61,7 @@ def index_other(t: Tensor, key: tuple) -> Tensor:
     """`index` for subscripts the compiler-style fast path (`affine_view`) does not serve."""
     if key and isinstance(key[0], MaskExpr) and all(isinstance(k, MaskExpr) for k in key):
         # operand masking, `nl.matmul(x[i_f < 64], ...)`: the same view, with the elements it may use
+        indexing.order_dependent_mask(_state.current(), key[0])
         m = key[0].a
         for k in key[1:]:
             m = m & k.a

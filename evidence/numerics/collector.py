@@ -139,6 +139,7 @@ class NumericsCollector(Collector):
         growth: dict[int, list[tuple[float, float]]] = {}
         meta: dict[int, tuple[str, float, float]] = {}
         self_rounding: dict[int, str] = {}  # output -> the low-precision dtype its reference returns
+        order_state_line = 0  # the reversed-order run traced another program (masks from Python state): dropped
         entry_line = 0
         runs = ChildRuns(submission, timeout_s=self.timeout_s, reference_timeout_s=self.reference_timeout_s,
                          memory_limit_bytes=self.memory_limit_bytes, sandbox=self.sandbox)
@@ -157,6 +158,12 @@ class NumericsCollector(Collector):
             if kernel.result.status != "ok" or reference is None or reference.result.status != "ok":
                 continue  # the simulator collector reports errors of the seed-0 run
             report = kernel.result.report
+            if trial.get("affine_order") == "reversed" and report is not None and report.order_state_line:
+                # masks the kernel builds from Python state of earlier iterations (`mask = (...) & mask`) were
+                # traced in program order; running Python's iterations backwards built others, so this run is not
+                # the compiled loop in another legal order
+                order_state_line = report.order_state_line
+                continue
             metas = kernel.result.outputs
             arrays = {**kernel.arrays, **reference.arrays}
             k = _reduction_length(report, [o.shape for o in metas])
@@ -194,13 +201,13 @@ class NumericsCollector(Collector):
         items = []
         for i, results in sorted(per_output.items()):
             verdict = combine(results, outs.get(i), refs.get(i))
-            items.append(self._verdict_item(i, verdict, meta[i], loc, self_rounding.get(i)))
+            items.append(self._verdict_item(i, verdict, meta[i], loc, self_rounding.get(i), order_state_line))
             if len(growth.get(i, ())) == 2:
                 items.append(self._growth_item(i, growth[i], loc))
         return items
 
     def _verdict_item(self, i: int, v: Verdict, meta: tuple[str, float, float], loc,
-                      self_rounding: str | None = None) -> EvidenceItem:
+                      self_rounding: str | None = None, order_state_line: int = 0) -> EvidenceItem:
         dtype, k, rms = meta
         w = v.worst
         rtol, atol, why = recommended_tolerance(dtype, k, rms)
@@ -227,6 +234,10 @@ class NumericsCollector(Collector):
                   f"{w.bound_typ - w.e_dev:.2g} typically (sqrt(K) u), {w.bound_worst - w.e_dev:.2g} at worst (K u). "
                   f"Recommended cross-platform tolerance rtol {rtol:g}, atol {atol:.3g}: {why}. Cosine "
                   f"similarity {min(r.cosine for r in v.trials):.6f} (reported, not a gate).")
+        if order_state_line:
+            detail += (f" No reversed-order trial: line {order_state_line} uses a mask built in another affine_range "
+                       "iteration (Python state, traced in program order), so running the iterations backwards in "
+                       "Python traces a different kernel, not the compiled loop in another order.")
         ulp = w.ulp or {}
         metrics = {"trials": float(n), "ratio": _finite(w.ratio), "rel_l2": _finite(max(r.rel_l2 for r in v.trials)),
                    "bound_typ": w.bound_typ, "bound": w.bound, "bound_worst": w.bound_worst, "e_device": w.e_dev,

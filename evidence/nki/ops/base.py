@@ -11,7 +11,7 @@ from evidence.nki import dtypes
 from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.dispatch import Call
 from evidence.nki.host_access import note_host_operand
-from evidence.nki.indexing import fit_mask, full_mask, mask_array
+from evidence.nki.indexing import fit_mask, full_mask, mask_array, order_dependent_mask
 from evidence.nki.ops.functions import OPERAND_FREE, SCALAR_ALU, op_name
 from evidence.nki.tensor import Tensor
 
@@ -125,6 +125,7 @@ def scalar_operand(st, x, data: Tensor, op: str, arg: str):
 
 
 def op_mask(st, mask) -> np.ndarray | None:
+    order_dependent_mask(st, mask)
     try:
         return mask_array(mask)
     except Exception as exc:

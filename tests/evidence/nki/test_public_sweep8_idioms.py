@@ -212,3 +212,36 @@ def test_indirect_writes_that_collide_are_not_a_compile_error():
     msg = sim.report.findings[0].message
     assert "index 200 on axis 0" in msg and "no compile error" in msg
 
+
+# An optional mask argument narrowed per tile from its previous value (the blockwise MoE kernel's activation step).
+MASK_FROM_EARLIER = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def tails(x, mask=None):
+    n, f = x.shape
+    out = nl.ndarray((n, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(f)[None, :]
+    fixed = i_f < f
+    for i in nl.affine_range(2):
+        rows = i * 128 + i_p
+        t = nl.load(x[rows, i_f], mask=(rows < n) & fixed)
+        mask = rows < n if mask is None else (rows < n) & mask
+        nl.store(out[rows, i_f], value=nl.exp(t, mask=mask), mask=mask)  # <- reused
+    return out
+'''
+
+
+def test_reversed_run_notes_a_mask_built_in_another_iteration():
+    mod = load_kernel(MASK_FROM_EARLIER, display="tails.py")
+    x = RNG.standard_normal((200, 64)).astype(np.float32)
+    fwd = simulate(mod.tails, x)
+    np.testing.assert_allclose(fwd.outputs[0], np.exp(x), rtol=1e-6)
+    assert fwd.report.order_state_line == 0
+    back = simulate(mod.tails, x, affine_order="reversed")
+    # the load's mask, from one built before the loop (`fixed`) and this iteration's rows, is no such mask
+    assert back.report.order_state_line == _marked(MASK_FROM_EARLIER, "reused")
