@@ -96,11 +96,29 @@ def fit(st, v: np.ndarray | None, vshape, shape, op: str):
 
 # --- load / store --------------------------------------------------------------------------
 
-def check_load(st, src, *, mask=None, dtype=None, **_):
+def oob_skip(st, view, mask: np.ndarray | None, mode) -> np.ndarray | None:
+    """`mode=oob_mode.skip` on a load or store through run-time (indirect) indices: elements whose index falls
+    outside the tensor are not moved, as the DMA skips them (REFERENCE §3.4 for `dma_copy`'s `oob_mode`; beta
+    kernels pass it to `nl.load`/`nl.store`, such as the neuron-team MoE kernel's skipped weight loads, which then
+    keep the destination's earlier contents). `mask` narrowed to the in-range elements; unchanged otherwise."""
+    if mode is None or getattr(mode, "name", None) != "skip" and mode != 1 or view.adv is None or st.trace_only:
+        return mask
+    parent, idx, grid = view.adv
+    inside = np.ones(grid, bool)
+    for ix, dim in zip(idx, parent.shape):
+        if isinstance(ix, np.ndarray):
+            inside &= np.broadcast_to((ix >= 0) & (ix < dim), grid)
+    if inside.all():
+        return mask
+    inside = inside.reshape(view.shape)
+    return inside if mask is None else inside & full_mask(mask, view.shape)
+
+
+def check_load(st, src, *, mask=None, dtype=None, mode=None, **_):
     src = _hbm(st, src, "load", "src")
     c = Call("load", "dma")
     check_partitions(st, src.shape, "load", "result")
-    c.mask = op_mask(st, mask)
+    c.mask = oob_skip(st, src, op_mask(st, mask), mode)
     c.ins = [src]
     # a tile has a partition and a free axis: a 1-D slice loads as [P, 1], a single element as [1, 1]
     shape = tuple(src.shape) + (1,) * max(0, 2 - len(src.shape))
@@ -114,12 +132,12 @@ def exec_load(st, c: Call) -> None:
     set_result(c.out, v.reshape(c.out.shape) if v.shape != c.out.shape else v, c.mask)
 
 
-def check_store(st, dst, value=None, *, mask=None, **kw):
+def check_store(st, dst, value=None, *, mask=None, mode=None, **kw):
     if value is None:
         value = kw.get("data")
     dst = _hbm(st, dst, "store", "dst")
     c = Call("store", "dma")
-    c.mask = op_mask(st, mask)
+    c.mask = oob_skip(st, dst, op_mask(st, mask), mode)
     if isinstance(value, Tensor):
         tile(st, value, "store", "value", ONCHIP)
         fit(st, None, value.shape, dst.shape, "store")

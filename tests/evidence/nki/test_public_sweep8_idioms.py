@@ -245,3 +245,39 @@ def test_reversed_run_notes_a_mask_built_in_another_iteration():
     back = simulate(mod.tails, x, affine_order="reversed")
     # the load's mask, from one built before the loop (`fixed`) and this iteration's rows, is no such mask
     assert back.report.order_state_line == _marked(MASK_FROM_EARLIER, "reused")
+
+
+# Rows gathered through an index tile whose out-of-range entries (the count of rows, a "skip" marker) must leave
+# the destination as it was: `mode=oob_mode.skip`, as a kernel reusing the previous block's weights does.
+OOB_SKIP = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+from neuronxcc.nki.isa.constants import oob_mode
+
+
+@nki.jit
+def gather_or_keep(x, idx):
+    n, f = x.shape
+    out = nl.ndarray((128, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(f)[None, :]
+    buf = nl.ndarray((128, f), dtype=x.dtype, buffer=nl.sbuf)
+    buf[i_p, i_f] = nl.load(x[i_p, i_f])
+    rows = nl.load(idx)
+    buf[i_p, i_f] = nl.load(x[rows[i_p, 0], i_f], mode=oob_mode.skip)
+    nl.store(out, value=buf)
+    return out
+'''
+
+
+def test_oob_skip_leaves_out_of_range_rows_unmoved():
+    mod = load_kernel(OOB_SKIP, display="skip.py")
+    x = RNG.standard_normal((300, 64)).astype(np.float32)
+    idx = RNG.integers(0, 300, (128, 1)).astype(np.int32)
+    idx[::3] = 300  # out of range: skipped
+    sim = simulate(mod.gather_or_keep, x, idx)
+    want = np.where(idx < 300, x[np.minimum(idx[:, 0], 299)], x[:128])
+    np.testing.assert_array_equal(sim.outputs[0], want)
+    assert not sim.report.findings
+
