@@ -163,8 +163,9 @@ def exec_store(st, c: Call) -> None:
     if isinstance(v, Tensor):
         # read only the elements the store writes (a masked result's masked-out part is never stored)
         rm = v.valid
-        if mask is not None and v.shape == dst.shape:
-            m = full_mask(mask, dst.shape)
+        if mask is not None and math.prod(v.shape) == math.prod(dst.shape):
+            # a [P, 1] value into a 1-D access of P elements (`out[i_f + i_p + 1]`) holds the same elements in order
+            m = full_mask(mask, dst.shape).reshape(v.shape)
             rm = m if rm is None else (m & rm)
         val = v.read(rm)
         if v.valid is not None:

@@ -281,3 +281,34 @@ def test_oob_skip_leaves_out_of_range_rows_unmoved():
     np.testing.assert_array_equal(sim.outputs[0], want)
     assert not sim.report.findings
 
+
+# A masked store of an integer [P, 1] tile into a 1-D HBM access of P elements (`flags[i_f + i_p + 1]`), the tile's
+# partitions past the mask never written: the store reads only what it writes.
+FLAGS_STORE = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def changed(ids):
+    n = ids.shape[0]
+    out = nl.ndarray((n,), dtype=np.uint8, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:1]
+    a = nl.load(ids[i_p + i_f], dtype=np.int32, mask=i_p + 1 < n)
+    b = nl.load(ids[i_p + i_f + 1], dtype=np.int32, mask=i_p + 1 < n)
+    same = nl.ndarray((128, 1), dtype=np.uint8, buffer=nl.sbuf)
+    same[0:128, 0:1] = nisa.tensor_tensor(a, b, op=np.not_equal, mask=i_p + 1 < n)
+    nl.store(out[0], value=nl.zeros((1, 1), dtype=np.uint8)[0, 0])
+    nl.store(out[i_f + i_p + 1], value=same[0:128, 0:1], mask=i_p + 1 < n)
+    return out
+'''
+
+
+def test_masked_store_into_a_flat_access_reads_only_the_stored_elements():
+    mod = load_kernel(FLAGS_STORE, display="flags.py")
+    ids = np.array([[0], [0], [1], [1], [3]], np.int32)
+    sim = simulate(mod.changed, ids.reshape(-1))
+    np.testing.assert_array_equal(sim.outputs[0], [0, 0, 1, 0, 1])
+    assert not [f for f in sim.report.findings if f.severity in ("high", "critical")]
