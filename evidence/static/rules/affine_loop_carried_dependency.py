@@ -67,6 +67,8 @@ class AffineLoopCarriedDependency(Rule):
             if a.kind == "bind" and a.target in a.names:
                 if self._predicate(a.value_node, a.target):
                     return  # a mask rebuilt from its previous value is a trace-time predicate, not device state
+                if self._self_copy(a.value_node, a.target):
+                    return  # `x = nl.copy(x, dtype=...)`: a copy or cast of itself is the same every iteration
                 self.report(a.node, f"'{a.target}' carries state across iterations of affine_range (line {lp.start})",
                             metrics={"loop_line": lp.start, "trip_count": lp.trip}, labels={"pattern": "running_state"})
                 return
@@ -119,6 +121,16 @@ class AffineLoopCarriedDependency(Rule):
             return (not any(isinstance(v, Tensor) for v in values)
                     and any(isinstance(v, LoopVar) or self.ctx.deps(x)[0] for x, v in zip(sides, values)))
         return False
+
+    def _self_copy(self, node, name: str) -> bool:
+        """`node` copies or casts `name` and nothing else (`v = nl.copy(v, dtype=nl.float32)`): idempotent, so the
+        value it carries into the next iteration is the one it started with (rounding twice rounds once)."""
+        if not isinstance(node, cst.Call) or self.ctx.ev.api_name(node.func) not in ("nl.copy", "nisa.tensor_copy"):
+            return False
+        data = [a for a in node.args if a.keyword is None or a.keyword.value in ("x", "src", "data")]
+        rest = [a for a in node.args if a not in data and a.keyword.value not in ("dtype", "engine", "name")]
+        return (len(data) == 1 and not rest and isinstance(data[0].value, cst.Name)
+                and data[0].value.value == name)
 
     @staticmethod
     def _read_before(lp: LoopInfo, name: str, line: int) -> bool:

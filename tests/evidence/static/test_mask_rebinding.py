@@ -8,6 +8,7 @@ from __future__ import annotations
 from evidence.static.engine import analyze, bindings_from
 
 SRC = """import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
 
@@ -36,5 +37,13 @@ def test_a_mask_rebuilt_from_itself_is_no_carried_state():
 
 
 def test_tile_state_rebound_from_itself_is_still_carried():
-    assert _carried("state = nl.add(state, 1.0)") == ["'state' carries state across iterations of affine_range (line 9)"]
+    assert _carried("state = nl.add(state, 1.0)") == ["'state' carries state across iterations of affine_range (line 10)"]
     assert _carried("state = (state < 1.0) & state") != []  # a comparison of tiles is data, not a predicate
+
+
+def test_a_tile_recast_from_itself_is_no_carried_state():
+    # `v = nl.copy(v, dtype=...)` is the same every iteration (a cast of a cast rounds once); a masked copy is not
+    assert _carried("state = nl.copy(state, dtype=nl.float32)") == []
+    assert _carried("state = nisa.tensor_copy(state)") == []
+    assert _carried("state = nl.copy(state, mask=mask)") != []
+    assert _carried("state = nl.copy(nl.add(state, 1.0))") != []
