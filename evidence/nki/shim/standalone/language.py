@@ -8,6 +8,8 @@ are deprecated aliases of Python `range`: they run in order and carry no affine-
 
 from __future__ import annotations
 
+import dataclasses
+
 from evidence.nki import dtypes as _dt
 from evidence.nki import state as _state
 from evidence.nki.indexing import ds  # noqa: F401  (re-exported API)
@@ -30,7 +32,24 @@ sbuf, psum = Buffer("sbuf"), Buffer("psum")
 hbm, private_hbm, shared_hbm = Buffer("private_hbm"), Buffer("private_hbm"), Buffer("shared_hbm")
 
 
-class NKIObject:
+class _NKIObjectType(type):
+    """Keyword arguments that name a class attribute set it on the instance, also where the class's
+    `@dataclass` has no such field: nki-library builds `@dataclass` NKIObjects whose attributes carry no
+    annotation (`section_idx = None`) with `SectionParams(section_idx=0, ...)`, which the NKI compiler
+    accepts and CPython's generated `__init__` would refuse. Other keywords reach `__init__` unchanged."""
+
+    def __call__(cls, *args, **kwargs):
+        extra = {}
+        if dataclasses.is_dataclass(cls) or cls.__init__ is object.__init__:
+            fields = {f.name for f in dataclasses.fields(cls) if f.init} if dataclasses.is_dataclass(cls) else set()
+            extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields and hasattr(cls, k)}
+        obj = super().__call__(*args, **kwargs)
+        for key, value in extra.items():
+            setattr(obj, key, value)
+        return obj
+
+
+class NKIObject(metaclass=_NKIObjectType):
     """Base of classes kernels pass around (configs, helpers); plain Python in simulation."""
 
 
