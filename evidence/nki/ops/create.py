@@ -79,7 +79,22 @@ def _shape(st, shape) -> tuple[tuple[int, ...], int]:
     return tuple(dims), max(pdim, 0)
 
 
-def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tensor:
+def _addressed_banks(address, shape: tuple, pdim: int, dt) -> set[int] | None:
+    """The PSUM banks a tensor created with `address=(partition, byte offset)` (nki 0.3+ direct allocation, as
+    nki-library places its PSUM tiles at `k * 2048`) covers: the 2 KiB banks from its offset through its bytes
+    per partition; None without an address or when it cannot be read (the tensor then counts as the compiler
+    would allocate it)."""
+    try:
+        offset = int(address[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+    size = dtypes.itemsize(dt) * int(math.prod(shape[pdim + 1:]))
+    if offset < 0 or size <= 0:
+        return None
+    return set(range(offset // PSUM_FMAX_BYTES, (offset + size - 1) // PSUM_FMAX_BYTES + 1))
+
+
+def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None, address=None) -> Tensor:
     """Create a tensor after the buffer-specific checks of REFERENCE §1-§2."""
     if isinstance(buffer, str) and st.dialect == "standalone":
         raise st.error("err_invalid_buffer", f"'{op}' buffer={buffer!r}: nki 0.3+ takes buffer objects (nl.sbuf, "
@@ -125,7 +140,11 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None) -> Tenso
         tiles = getattr(buffer, "tiles", None)
         if buf == "sbuf" and tiles is not None and pdim > 0:
             _hold_tiles(st, alloc, tiles, shape, pdim)
-        banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt) if buf == "psum" else None
+        banks = None
+        if buf == "psum":
+            banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt)
+            if banks is None:
+                banks = _addressed_banks(address, shape, pdim, dt)
         pinned = st.pin_banks(banks) if banks is not None else None
         if pinned is not None and alloc.live is not None:
             alloc.live[2] = pinned
@@ -166,8 +185,8 @@ def _memset_call(st, op, t: Tensor, value) -> Call:
     return c
 
 
-def check_ndarray(st, shape, dtype=None, *, buffer=None, name="", **_):
-    return _memset_call(st, "ndarray", allocate(st, "ndarray", shape, dtype, buffer, name), None)
+def check_ndarray(st, shape, dtype=None, *, buffer=None, name="", address=None, **_):
+    return _memset_call(st, "ndarray", allocate(st, "ndarray", shape, dtype, buffer, name, address=address), None)
 
 
 def _filled(op: str, value):

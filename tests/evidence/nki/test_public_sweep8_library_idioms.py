@@ -50,3 +50,42 @@ def test_a_dataclass_nkiobject_takes_keywords_naming_its_unannotated_attributes(
     mod = load_kernel(UNANNOTATED_CONFIG, display="scaled.py")
     got = simulate(mod.scaled, x).outputs[0]
     np.testing.assert_array_equal(got, x * np.float32(3.0))
+
+
+# Twelve [128, 128] fp32 PSUM tiles (512 B each) packed four to a bank by `address=(0, byte offset)`, all live at
+# once: they occupy 3 banks, not 12 (nki-library places its PSUM tiles by address, at multiples of 2 KiB).
+PACKED_PSUM = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def packed(a, b):
+    K, M = a.shape
+    a_t = nl.ndarray((K, M), dtype=nl.float32, buffer=nl.sbuf)
+    b_t = nl.ndarray((K, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_t, src=a)
+    nisa.dma_copy(dst=b_t, src=b)
+    tiles = []
+    for i in range(12):
+        ps = nl.ndarray((M, 128), dtype=nl.float32, buffer=nl.psum, address=(0, (i // 4) * 2048 + (i % 4) * 512))
+        nisa.nc_matmul(ps, a_t, b_t)
+        tiles.append(ps)
+    res = nl.ndarray((M, 12 * 128), dtype=nl.float32, buffer=nl.sbuf)
+    for i in range(12):
+        nisa.tensor_copy(res[:, i * 128:(i + 1) * 128], tiles[i])
+    out = nl.ndarray((M, 12 * 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+'''
+
+
+def test_psum_tiles_placed_by_address_count_the_banks_they_are_placed_in():
+    a = RNG.standard_normal((64, 128)).astype(np.float32)
+    b = RNG.standard_normal((64, 128)).astype(np.float32)
+    mod = load_kernel(PACKED_PSUM, display="packed.py")
+    sim = simulate(mod.packed, a, b)
+    np.testing.assert_allclose(sim.outputs[0], np.tile(a.T @ b, (1, 12)), rtol=1e-5, atol=1e-4)
+    assert sim.report.psum_peak_banks == 3
+    assert not [f for f in sim.report.findings if f.code == "psum_capacity_exceeded"]
