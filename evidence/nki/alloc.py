@@ -28,7 +28,7 @@ class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
                  "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "zeros", "live",
-                 "__weakref__")
+                 "placed", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -75,6 +75,7 @@ class Alloc:
         self.cov = Coverage(pdim, self.wmask, lazy=True) if tracked else None
         self.lcov = None
         self.held = 0
+        self.placed = None  # SBUF at an explicit `address=`: its byte span per partition (State.place_sbuf)
         self.live = None  # PSUM: [first, last, banks] accessed (State.psum_range)
         if buffer in ONCHIP:
             per_part = dtypes.itemsize(dt)
@@ -89,6 +90,8 @@ class Alloc:
                 rec.allocs[self.uid] = (buffer, self.held)
 
     def __del__(self) -> None:
+        if self.placed is not None:
+            self.state.unplace_sbuf(self.placed)
         if self.held:
             self.state.free_onchip(self.buffer, self.held)
             if self.live is not None:

@@ -77,6 +77,8 @@ class State:
         self.shared_next = 0
         self.sbuf_live = 0
         self.sbuf_peak = 0
+        self.sbuf_spans: dict[tuple[int, int], int] = {}  # byte spans of live SBUF tensors placed by address
+        self.sbuf_spanned = 0  # bytes per partition their union covers (counted in sbuf_live)
         # PSUM tiles are live from their first to their last access by an instruction, as an allocator working
         # from the instruction stream sees them (Python keeps a tile it will never use again alive until the name
         # is rebound): one [first, last, banks] per PSUM allocation, positions counted by `instr_seq`
@@ -225,6 +227,33 @@ class State:
         the buffer it replaces (Python frees it only after the new one exists)."""
         if self.sbuf_live > self.sbuf_peak:
             self.sbuf_peak = self.sbuf_live
+
+    def place_sbuf(self, span: tuple[int, int]) -> None:
+        """An SBUF tensor created at an explicit `address=` holds its byte span of each partition: tensors placed
+        on the same bytes (nki-library's modular allocator rotates per-group tiles through a few slots) count
+        once, as the union of the live spans."""
+        n = self.sbuf_spans.get(span, 0)
+        self.sbuf_spans[span] = n + 1
+        if n == 0:
+            self._respan()
+
+    def unplace_sbuf(self, span: tuple[int, int]) -> None:
+        n = self.sbuf_spans.get(span, 0) - 1
+        if n > 0:
+            self.sbuf_spans[span] = n
+        elif n == 0:
+            del self.sbuf_spans[span]
+            self._respan()
+
+    def _respan(self) -> None:
+        union, end = 0, None
+        for lo, hi in sorted(self.sbuf_spans):
+            if end is None or lo >= end:
+                union, end = union + hi - lo, hi
+            elif hi > end:
+                union, end = union + hi - end, hi
+        self.sbuf_live += union - self.sbuf_spanned
+        self.sbuf_spanned = union
 
     def free_onchip(self, buffer: str, amount: int) -> None:
         if buffer == "sbuf":

@@ -68,6 +68,20 @@ def _hold_tiles(st, alloc, tiles: int, shape: tuple, pdim: int) -> None:
         rec.allocs[alloc.uid] = ("sbuf", held)
 
 
+def _place(st, alloc, address) -> None:
+    """An SBUF tensor created with `address=(partition, byte offset)` counts in the SBUF peak as its byte span
+    (`State.place_sbuf`), not as bytes of its own: tensors placed on the same bytes share them."""
+    try:
+        offset = int(address[1])
+    except (TypeError, ValueError, IndexError):
+        return
+    if offset < 0:
+        return
+    st.free_onchip("sbuf", alloc.held)
+    alloc.placed = (offset, offset + alloc.held)
+    st.place_sbuf(alloc.placed)
+
+
 def _shape(st, shape) -> tuple[tuple[int, ...], int]:
     if isinstance(shape, int):
         shape = (shape,)
@@ -140,6 +154,8 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None, address=
         tiles = getattr(buffer, "tiles", None)
         if buf == "sbuf" and tiles is not None and pdim > 0:
             _hold_tiles(st, alloc, tiles, shape, pdim)
+        elif buf == "sbuf" and alloc.held:
+            _place(st, alloc, address)
         banks = None
         if buf == "psum":
             banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt)

@@ -89,3 +89,36 @@ def test_psum_tiles_placed_by_address_count_the_banks_they_are_placed_in():
     np.testing.assert_allclose(sim.outputs[0], np.tile(a.T @ b, (1, 12)), rtol=1e-5, atol=1e-4)
     assert sim.report.psum_peak_banks == 3
     assert not [f for f in sim.report.findings if f.code == "psum_capacity_exceeded"]
+
+
+# Eight [128, 8192] fp32 SBUF tiles (32 KiB per partition each) rotating through two slots by `address=`, kept in a
+# list as nki-library's modular allocator keeps them: 64 KiB per partition, not 256 KiB (over trn2's 208 KiB).
+ROTATING_SBUF = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rotating(x):
+    P, F = x.shape
+    SLOT = F * 4
+    bufs = [nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096 + (i % 2) * SLOT)) for i in range(8)]
+    acc = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096 + 2 * SLOT))
+    nisa.memset(acc, value=0.0)
+    for i in range(8):
+        nisa.dma_copy(dst=bufs[i], src=x)
+        nisa.tensor_tensor(acc, acc, bufs[i], op=nl.add)
+    out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+'''
+
+
+def test_sbuf_tensors_placed_on_the_same_bytes_count_once_in_the_sbuf_peak():
+    x = RNG.standard_normal((128, 8192)).astype(np.float32)
+    mod = load_kernel(ROTATING_SBUF, display="rotating.py")
+    sim = simulate(mod.rotating, x, target="trn2")
+    np.testing.assert_allclose(sim.outputs[0], x * 8, rtol=1e-6)
+    assert sim.report.sbuf_peak_bytes_per_partition == 3 * 8192 * 4  # the union of the live spans
+    assert not [f for f in sim.report.findings if f.code == "sbuf_capacity_exceeded"]
