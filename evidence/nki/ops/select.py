@@ -52,7 +52,8 @@ def check_range_select(st, on_true_tile, comp_op0, comp_op1, bound0, bound1, *, 
     if not dtypes.is_float(data.dtype):
         raise st.error("err_unsupported_dtype",
                        f"'range_select' on_true_tile must be a float tile, got {dtypes.name(data.dtype)}")
-    if float(on_false_value) != FP32_MIN:
+    # the engine takes an fp32 immediate: nki-library's literal -3.4028235e38 is fp32.min once rounded
+    if np.float32(on_false_value) != np.float32(FP32_MIN):
         raise st.error("err_invalid_on_false_value",
                        f"'range_select' on_false_value must be nl.fp32.min ({FP32_MIN:g}), got {on_false_value!r}")
     resolve_op(st, _MAX_ONLY, reduce_op, "range_select reduce_op (only max)")

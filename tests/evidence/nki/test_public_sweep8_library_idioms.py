@@ -122,3 +122,40 @@ def test_sbuf_tensors_placed_on_the_same_bytes_count_once_in_the_sbuf_peak():
     np.testing.assert_allclose(sim.outputs[0], x * 8, rtol=1e-6)
     assert sim.report.sbuf_peak_bytes_per_partition == 3 * 8192 * 4  # the union of the live spans
     assert not [f for f in sim.report.findings if f.code == "sbuf_capacity_exceeded"]
+
+
+# `range_select` requires on_false_value = fp32.min; the engine takes it as an fp32 immediate, so the decimal
+# literal -3.4028235e38 (nki-library's _FLOAT32_MIN) is that value, not a different one.
+RANGE_SELECT_LITERAL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def window(x, lo, hi):
+    P, F = x.shape
+    t = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    b0 = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    b1 = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b0, src=lo)
+    nisa.dma_copy(dst=b1, src=hi)
+    res = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    mx = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(res, on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less_equal, bound0=b0,
+                      bound1=b1, reduce_op=nl.maximum, reduce_res=mx, range_start=0, on_false_value=-3.4028235e38)
+    out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+'''
+
+
+def test_range_select_takes_the_decimal_literal_of_fp32_min():
+    x = RNG.standard_normal((128, 64)).astype(np.float32)
+    lo = RNG.integers(0, 32, (128, 1)).astype(np.float32)
+    hi = lo + RNG.integers(0, 32, (128, 1)).astype(np.float32)
+    mod = load_kernel(RANGE_SELECT_LITERAL, display="window.py")
+    got = simulate(mod.window, x, lo, hi, target="trn2").outputs[0]
+    j = np.arange(64)[None, :]
+    np.testing.assert_array_equal(got, np.where((j >= lo) & (j <= hi), x, np.finfo(np.float32).min))
