@@ -52,13 +52,18 @@ class LoadTransposeInLoop(Rule):
     def on_call(self, call: CallInfo) -> None:
         if call.name not in ("nl.load_transpose2d", "nisa.dma_transpose") or not call.loops:
             return
-        guard = self.ctx.branches.default_off_guard(call.function.node) if call.function else None
+        # the count stated is what is known: a loop of unknown trip count may run once (it read "runs 1x")
         trips = math.prod(lp.trip or 1 for lp in call.loops)
+        unknown = any(lp.trip is None for lp in call.loops)
+        if not unknown and trips < 2:
+            return  # a loop that runs once repeats nothing
+        guard = self.ctx.branches.default_off_guard(call.function.node) if call.function else None
+        times = f"{trips}x" if not unknown else f"at least {trips}x" if trips > 1 else "once per iteration of a loop of unknown trip count"
         t = call.tensor
         if t is None and (dst := dst_node(self.ctx, call)) is not None:
             t = v if isinstance(v := self.ctx.value(dst), Tensor) else None
-        message = f"{call.name} inside a loop (line {call.loops[-1].start}) runs {trips}x as a DMA transpose"
-        labels = {"api": call.name}
+        message = f"{call.name} inside a loop (line {call.loops[-1].start}) runs {times} as a DMA transpose"
+        labels = {"api": call.name, "trip_count": "lower_bound" if unknown else "exact"}
         if guard is not None:
             message += f", only when '{guard[0]}' is set (it defaults to {guard[1]})"
             labels["guard"] = guard[0]
