@@ -41,7 +41,7 @@ from collections.abc import Iterable
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
 
-CORROBORATION_VERSION = "3"
+CORROBORATION_VERSION = "4"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -164,6 +164,19 @@ def _isolated_outliers(output: EvidenceItem, verdicts: dict[str, EvidenceItem]) 
         "labels": {**output.labels, "outliers": "isolated"}})
 
 
+def _not_executed(item: EvidenceItem, trace: _Trace) -> EvidenceItem | None:
+    """A cost finding on lines the completed simulation of this task never issued (a branch its options do not
+    take, such as a transposed-input path behind a layout flag): low, labelled `trace` = `not_executed`, and
+    saying so; None when the lines ran or there is no completed trace to tell."""
+    loc = item.location
+    if loc is None or not trace.completed or trace.span(loc.file, loc.start_line, loc.end_line):
+        return None
+    reason = f"lines {loc.start_line}-{loc.end_line} issued no instruction in the simulated run of this task"
+    return item.model_copy(update={
+        "severity": Severity.low, "title": f"{item.title} (not run for this task: {reason})",
+        "labels": {**item.labels, "trace": "not_executed", "trace_reason": reason}})
+
+
 def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{CORROBORATION_VERSION}") -> list[EvidenceItem]:
     """The items with every corroborable static finding labelled, plus one conflict item per contradiction."""
     items = list(items)
@@ -182,6 +195,7 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
             item = _isolated_outliers(item, verdicts) or item
         if item.kind in REGIME_CLAIMS:
             item = item.model_copy(update={"labels": {**item.labels, "regime": regime}})
+            item = _not_executed(item, trace) or item
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

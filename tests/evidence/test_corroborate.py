@@ -160,3 +160,17 @@ def test_dma_transposes_carry_the_cost_models_regime():
                             labels={"regime": "compute-bound"})
     assert _by_kind(corroborate([finding, roofline]))["nki.load-transpose-in-loop"].labels["regime"] == "compute-bound"
     assert _by_kind(corroborate([finding]))["nki.load-transpose-in-loop"].labels["regime"] == "unknown"
+
+
+def test_a_dma_transpose_on_lines_the_completed_run_never_issued_is_low_and_says_so():
+    # the eighth sweep: attention's transposed-K path (behind a layout flag held in a config object the static
+    # analysis cannot read) was a medium finding on a task that never takes it
+    finding = _item("nki.load-transpose-in-loop", 20, 24).model_copy(update={"severity": "medium"})
+    out = _by_kind(corroborate([TRACE, finding, _line(30, 4, 128.0)]))["nki.load-transpose-in-loop"]
+    assert out.severity == "low" and out.labels["trace"] == "not_executed"
+    assert "not run for this task: lines 20-24 issued no instruction" in out.title
+    ran = _by_kind(corroborate([TRACE, finding, _line(22, 4, 128.0)]))["nki.load-transpose-in-loop"]
+    assert ran.severity == "medium" and "trace" not in ran.labels
+    stopped = _item("sim.error", 5)
+    unfinished = _by_kind(corroborate([TRACE, stopped, finding]))["nki.load-transpose-in-loop"]
+    assert unfinished.severity == "medium" and "trace" not in unfinished.labels
