@@ -66,6 +66,8 @@ class _Trace:
                       if i.kind == "sim.line" and i.location is not None}
         self.summary = next((i for i in items if i.kind == "sim.trace"), None)
         self.completed = self.summary is not None and not any(i.kind == "sim.error" for i in items)
+        # every line that issued anything has a sim.line item (they are capped at the busiest lines otherwise)
+        self.all_lines = any(i.labels.get("lines") == "all" for i in self.lines.values())
         self.loops = {(i.location.file, i.location.start_line): i.location.end_line for i in items
                       if i.kind == "nki.loop" and i.location is not None}
 
@@ -167,9 +169,9 @@ def _isolated_outliers(output: EvidenceItem, verdicts: dict[str, EvidenceItem]) 
 def _not_executed(item: EvidenceItem, trace: _Trace) -> EvidenceItem | None:
     """A cost finding on lines the completed simulation of this task never issued (a branch its options do not
     take, such as a transposed-input path behind a layout flag): low, labelled `trace` = `not_executed`, and
-    saying so; None when the lines ran or there is no completed trace to tell."""
+    saying so; None when the lines ran or there is no completed trace listing every line that ran to tell."""
     loc = item.location
-    if loc is None or not trace.completed or trace.span(loc.file, loc.start_line, loc.end_line):
+    if loc is None or not (trace.completed and trace.all_lines) or trace.span(loc.file, loc.start_line, loc.end_line):
         return None
     reason = f"lines {loc.start_line}-{loc.end_line} issued no instruction in the simulated run of this task"
     return item.model_copy(update={

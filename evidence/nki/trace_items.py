@@ -50,7 +50,10 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
     items = [_line_item(s, analyzer, located) for s in report.lines if s.instructions or s.dma_count]
     items = [i for i in items if i is not None]
     items.sort(key=lambda i: -(i.metrics["instructions"] + i.metrics["dma_count"]))
-    items = sorted(items[:MAX_LINE_ITEMS], key=lambda i: (i.location.file, i.location.start_line))
+    # whether every line that ran has its item: a line without one then issued nothing (evidence.corroborate)
+    kept = "all" if len(items) <= MAX_LINE_ITEMS else f"top {MAX_LINE_ITEMS}"
+    items = sorted((i.model_copy(update={"labels": {**i.labels, "lines": kept}}) for i in items[:MAX_LINE_ITEMS]),
+                   key=lambda i: (i.location.file, i.location.start_line))
 
     def fact(kind: str, title: str, metrics: dict[str, float]) -> EvidenceItem:
         return EvidenceItem(id=make_id(kind, kernel_file), kind=kind, analyzer=analyzer, severity=Severity.info,

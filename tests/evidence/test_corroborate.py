@@ -166,11 +166,39 @@ def test_a_dma_transpose_on_lines_the_completed_run_never_issued_is_low_and_says
     # the eighth sweep: attention's transposed-K path (behind a layout flag held in a config object the static
     # analysis cannot read) was a medium finding on a task that never takes it
     finding = _item("nki.load-transpose-in-loop", 20, 24).model_copy(update={"severity": "medium"})
-    out = _by_kind(corroborate([TRACE, finding, _line(30, 4, 128.0)]))["nki.load-transpose-in-loop"]
+
+    def line(n, kept="all"):
+        return _line(n, 4, 128.0).model_copy(update={"labels": {"lines": kept}})
+
+    out = _by_kind(corroborate([TRACE, finding, line(30)]))["nki.load-transpose-in-loop"]
     assert out.severity == "low" and out.labels["trace"] == "not_executed"
     assert "not run for this task: lines 20-24 issued no instruction" in out.title
-    ran = _by_kind(corroborate([TRACE, finding, _line(22, 4, 128.0)]))["nki.load-transpose-in-loop"]
+    ran = _by_kind(corroborate([TRACE, finding, line(22)]))["nki.load-transpose-in-loop"]
     assert ran.severity == "medium" and "trace" not in ran.labels
     stopped = _item("sim.error", 5)
-    unfinished = _by_kind(corroborate([TRACE, stopped, finding]))["nki.load-transpose-in-loop"]
+    unfinished = _by_kind(corroborate([TRACE, stopped, finding, line(30)]))["nki.load-transpose-in-loop"]
     assert unfinished.severity == "medium" and "trace" not in unfinished.labels
+    # sim.line items kept for the busiest lines only: a line without one may have run
+    partial = _by_kind(corroborate([TRACE, finding, line(30, "top 64")]))["nki.load-transpose-in-loop"]
+    assert partial.severity == "medium" and "trace" not in partial.labels
+
+
+def test_line_items_say_whether_every_line_that_ran_has_one():
+    import numpy as np
+
+    from evidence.nki import load_kernel, simulate
+    from evidence.nki.trace_items import MAX_LINE_ITEMS, trace_fact_items
+
+    def labels(n_lines):
+        body = "".join(f"    nisa.tensor_scalar(t, t, op0=nl.add, operand0={i}.0)\n" for i in range(n_lines))
+        src = ("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n@nki.jit\ndef k(x):\n"
+               "    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)\n    nisa.dma_copy(dst=t, src=x)\n"
+               + body + "    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)\n"
+               "    nisa.dma_copy(dst=out, src=t)\n    return out\n")
+        report = simulate(load_kernel(src, display="k.py").k, np.zeros((128, 4), np.float32)).report
+        items = trace_fact_items(report, "k.py", "t@1", None,
+                                 lambda f, n: Location(file="k.py", start_line=n, end_line=n) if f == "k.py" else None)
+        return {i.labels["lines"] for i in items if i.kind == "sim.line"}
+
+    assert labels(3) == {"all"}
+    assert labels(MAX_LINE_ITEMS + 5) == {f"top {MAX_LINE_ITEMS}"}
