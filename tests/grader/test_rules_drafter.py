@@ -249,3 +249,14 @@ def test_deprecated_dialect_use_caps_the_platform_score():
     assert draft(bundle(KERNEL_FACT)).criterion("neuron_platform").score == 5
     assert platform("beta_dialect") == 2
     assert platform("range_iterator") == 4
+
+
+def test_a_dma_transpose_in_a_compute_bound_kernel_costs_no_platform_point():
+    # the eighth sweep: attention's SBUF->SBUF transposes of its exp scores keep the busy TensorE free; REFERENCE
+    # §5.3 rule 10 prefers a TensorE transpose only in memory-bound code, when PE is idle
+    for regime, lowered in (("compute-bound", False), ("memory-bound", True), ("unknown", True)):
+        transpose = item("nki.load-transpose-in-loop:kernel.py:3", "nki.load-transpose-in-loop", "medium",
+                         labels={"regime": regime}, line=3)
+        c = draft(bundle(MATCHING, KERNEL_FACT, transpose)).criterion("neuron_platform")
+        cited = "nki.load-transpose-in-loop:kernel.py:3" in {x.evidence_id for x in c.citations}
+        assert cited == lowered and (c.score == 4) == lowered, (regime, c.score, c.rationale)
