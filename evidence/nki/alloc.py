@@ -90,10 +90,11 @@ class Alloc:
                 rec.allocs[self.uid] = (buffer, self.held)
 
     def __del__(self) -> None:
-        if self.placed is not None:
+        if self.placed is not None:  # its bytes are counted in the placed spans, not in held (create._place)
             self.state.unplace_sbuf(self.placed)
-        if self.held:
+        elif self.held:
             self.state.free_onchip(self.buffer, self.held)
+        if self.held:
             if self.live is not None:
                 self.state.psum_close(self.uid)
             rec = self.state.recorder

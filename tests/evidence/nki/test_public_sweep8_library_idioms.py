@@ -159,3 +159,44 @@ def test_range_select_takes_the_decimal_literal_of_fp32_min():
     got = simulate(mod.window, x, lo, hi, target="trn2").outputs[0]
     j = np.arange(64)[None, :]
     np.testing.assert_array_equal(got, np.where((j >= lo) & (j <= hi), x, np.finfo(np.float32).min))
+
+
+# A placed tile freed (its helper returns) gives back only its span: four [128, 8192] fp32 tiles placed and freed in
+# turn, then six unplaced ones live together (192 KiB per partition), which the peak must still count in full.
+PLACED_THEN_FREED = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def scaled_copy(x, acc):
+    P, F = x.shape
+    t = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_tensor(acc, acc, t, op=nl.add)
+
+
+@nki.jit
+def placed_then_freed(x):
+    P, F = x.shape
+    acc = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, value=0.0)
+    for i in range(4):
+        scaled_copy(x[:, 0:8], acc)
+    big = [nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf) for _ in range(6)]
+    for b in big:
+        nisa.dma_copy(dst=b, src=x)
+    for b in big[1:]:
+        nisa.tensor_tensor(big[0], big[0], b, op=nl.add)
+    out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=big[0])
+    return out
+'''
+
+
+def test_a_freed_placed_tile_gives_back_its_span_and_nothing_more():
+    x = RNG.standard_normal((128, 8192)).astype(np.float32)
+    mod = load_kernel(PLACED_THEN_FREED, display="placed_then_freed.py")
+    sim = simulate(mod.placed_then_freed, x, target="trn2")
+    np.testing.assert_allclose(sim.outputs[0], x * 6, rtol=1e-5)
+    assert sim.report.sbuf_peak_bytes_per_partition >= 6 * 8192 * 4
