@@ -1,4 +1,5 @@
-"""Static collectors: `nki-static` (facts + rule findings over the NKI kernel source) and
+"""Static collectors: `nki-static` (facts + rule findings over the NKI kernel source and the code it
+reaches in the submission's helper modules) and
 `cuda-static` (CUDA facts + CUDA->NKI migration verdicts, when the submission has CUDA source).
 Neither executes submitted code."""
 
@@ -10,9 +11,10 @@ from evidence.collector import Collector
 from evidence.model import EvidenceItem
 from evidence.static.cuda import parse_cuda
 from evidence.static.cuda_items import CUDA_KINDS, cuda_items
-from evidence.static.engine import Analysis, analyze
-from evidence.static.facts import FACT_KINDS, fact_items, finding_items, rule_kinds
+from evidence.static.engine import Analysis
+from evidence.static.facts import FACT_KINDS, fact_items, finding_items, function_items, rule_kinds
 from evidence.static.framework import load_rules
+from evidence.static.helper_modules import analyze_modules
 from evidence.static.migration import MIGRATION_KINDS, migration_items
 from evidence.static.model import InputBinding
 from evidence.static.practices import PRACTICE_KINDS, practice_items
@@ -25,10 +27,10 @@ FP32_RTOL = 1e-3
 
 
 @lru_cache(maxsize=32)
-def _analysis(source: str, file: str, inputs: tuple[tuple, ...], entry: str | None,
-              options: tuple[tuple[str, object], ...]) -> Analysis:
+def _analysis(files: tuple[tuple[str, str], ...], file: str, modules: tuple[str, ...], inputs: tuple[tuple, ...],
+              entry: str | None, options: tuple[tuple[str, object], ...]) -> tuple[Analysis, list[Analysis]]:
     bindings = [InputBinding(name, shape, dtype, value) for name, shape, dtype, value in inputs]
-    return analyze(source, file=file, inputs=bindings, entry=entry, options=dict(options))
+    return analyze_modules(dict(files), file, modules, entry, dict(options), bindings)
 
 
 def task_options(submission: Submission) -> dict[str, object]:
@@ -43,13 +45,21 @@ def task_options(submission: Submission) -> dict[str, object]:
             "any_size_dims": any_size_dims(m.task.description, [(i.name, tuple(i.shape)) for i in m.inputs if i.is_tensor])}
 
 
-def kernel_analysis(submission: Submission) -> Analysis:
-    """The (cached) static analysis of the submission's kernel file, with its input shapes and
-    the task facts of `task_options`."""
+def submission_analyses(submission: Submission) -> tuple[Analysis, list[Analysis]]:
+    """The (cached) static analyses of the submission's kernel file, with its input shapes and
+    the task facts of `task_options`, and of the helper modules (`kernel.modules`) it reaches
+    (`helper_modules.analyze_modules`)."""
     m = submission.manifest
     inputs = tuple((i.name, tuple(i.shape), i.dtype, i.value) for i in m.inputs)
     options = tuple(sorted(task_options(submission).items()))
-    return _analysis(submission.kernel_source, m.kernel.file, inputs, m.kernel.entry, options)
+    names = (m.kernel.file, *m.kernel.modules)
+    files = tuple((n, submission.files[n]) for n in names if n in submission.files)
+    return _analysis(files, m.kernel.file, tuple(m.kernel.modules), inputs, m.kernel.entry, options)
+
+
+def kernel_analysis(submission: Submission) -> Analysis:
+    """The (cached) static analysis of the submission's kernel file (`submission_analyses`)."""
+    return submission_analyses(submission)[0]
 
 
 class NkiStaticCollector(Collector):
@@ -61,11 +71,17 @@ class NkiStaticCollector(Collector):
         return submission.manifest.kernel.file.endswith(".py")
 
     def collect(self, submission: Submission) -> list[EvidenceItem]:
-        a = kernel_analysis(submission)
+        a, helpers = submission_analyses(submission)
         # The analysis is cached per source: these are the seconds it took when it ran.
-        self.timings = {"analysis": a.seconds, "rules": sum(a.timings.values())}
+        self.timings = {"analysis": a.seconds + sum(h.seconds for h in helpers),
+                        "rules": sum(sum(x.timings.values()) for x in (a, *helpers))}
         rules = {r.id: r for r in load_rules()}
-        return fact_items(a, self.analyzer) + practice_items(a, self.analyzer) + finding_items(a, rules, self.analyzer)
+        items = fact_items(a, self.analyzer, helpers) + practice_items(a, self.analyzer)
+        items += finding_items(a, rules, self.analyzer)
+        for h in helpers:  # helper modules: the code the entry reaches there, cited at the module's lines
+            items += function_items(h, self.analyzer) + practice_items(h, self.analyzer)
+            items += finding_items(h, rules, self.analyzer)
+        return items
 
 
 class CudaStaticCollector(Collector):

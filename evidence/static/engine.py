@@ -70,6 +70,7 @@ class Analysis:
     skipped: list[SkippedFunction] = field(default_factory=list)
     entry: str | None = None
     seconds: float = 0.0  # wall time of the whole analysis (parse included when analyze parsed)
+    imported_calls: dict[str, list[dict[str, object]]] = field(default_factory=dict)  # see Engine.imported
 
 
 class Engine(cst.CSTVisitor):
@@ -87,6 +88,11 @@ class Engine(cst.CSTVisitor):
         self.helpers: dict[str, tuple[str, ...]] = {}
         self.helper_defaults: dict[str, dict[str, cst.BaseExpression]] = {}
         self.helper_calls: dict[str, list[dict[str, object]]] = {}
+        # functions of the submission's helper modules this file imports, by the name a call uses
+        # (`f` for `from .m import f`, `m.f` for `from . import m`): their parameters and defaults, and
+        # the arguments of every in-scope call (`helper_modules`)
+        self.imported: dict[str, tuple[tuple[str, ...], dict[str, cst.BaseExpression]]] = {}
+        self.imported_calls: dict[str, list[dict[str, object]]] = {}
         self.param_hints = param_hints or {}
         self.positions = positions
         self.scope = scope or Scope()
@@ -222,6 +228,9 @@ class Engine(cst.CSTVisitor):
                 self._skip = node
                 return True
         elif self._skip is not None:
+            return True
+        elif cls is cst.ClassDef and self.scope.skip_classes and not self.function_stack:
+            self._skip = node
             return True
         # a node inside a dead branch lies within its parent's lines, recorded already
         if cls in TRACKED and span[0] not in self._dead_lines and self.branches.disabled():
@@ -447,6 +456,11 @@ class Engine(cst.CSTVisitor):
                 and not self.branches.disabled()):
             self.helper_calls.setdefault(node.func.value, []).append(call_arguments(
                 node, self.helpers[node.func.value], self.value, self.helper_defaults.get(node.func.value)))
+        elif self.imported and self.function_stack and not self.branches.disabled():
+            key = _call_key(node.func)
+            if key in self.imported:
+                params, defaults = self.imported[key]
+                self.imported_calls.setdefault(key, []).append(call_arguments(node, params, self.value, defaults))
         name = self.ev.api_name(node.func)
         if name is None or not name.startswith(("nl.", "nisa.", "nki.", "ncc.")):
             return
@@ -481,6 +495,15 @@ class _ExactEngine(Engine):
 
 def _ann_base(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.value if isinstance(node, cst.Subscript) else node
+
+
+def _call_key(func: cst.BaseExpression) -> str | None:
+    """`f` for a call of a bare name, `m.f` for a function of an imported module."""
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        return func.value.value + "." + func.attr.value
+    return None
 
 
 def _root_name(node: cst.BaseExpression) -> str | None:
@@ -528,12 +551,23 @@ def analyze(
     module: cst.Module | None = None,
     options: dict[str, object] | None = None,
     exact_positions: bool = False,
+    scope: Scope | None = None,
+    imported: dict[str, tuple[tuple[str, ...], dict[str, cst.BaseExpression]]] | None = None,
+    callers: dict[str, list[dict[str, object]]] | None = None,
+    takes_inputs: bool = True,
 ) -> Analysis:
-    """Run the facts pass and every rule that judges this file's dialect, in one traversal."""
+    """Run the facts pass and every rule that judges this file's dialect, in one traversal.
+
+    A helper module of the submission is analysed with the `scope` of the functions the entry reaches
+    in it and `callers`: the arguments of the calls other files make to its functions, merged with
+    its own calls into its parameters' values, and `takes_inputs=False`: no function of it takes the
+    task's inputs (they stay task facts rules may read, `Engine.inputs`). `imported` names the
+    helper-module functions this file calls (their calls are recorded in `Analysis.imported_calls`)."""
     t0 = time.perf_counter()
     module = module if module is not None else parse(source, file)
     dialect = detect(module)
-    scope = entry_scope(source, entry)
+    scope = scope if scope is not None else entry_scope(source, entry)
+    callers = callers or {}
     active = rules_for(dialect.dialect, tuple(rules) if rules is not None else None)
     try:
         positions: AstLines | None = None if exact_positions else AstLines(source)
@@ -541,20 +575,23 @@ def analyze(
         positions = None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     helpers, defaults = top_level_params(wrapper.module), top_level_defaults(wrapper.module)
-    hinted: dict[str, dict[str, object]] = {}
+    hinted: dict[str, dict[str, object]] = helper_hints(callers) if callers else {}
     for _ in range(3):  # a helper's own calls are known once its parameters are: nested helpers need more walks
         if positions is not None:
             engine = Engine(file, dialect, active, list(inputs), entry, options, positions, scope, hinted)
-            engine.helpers, engine.helper_defaults = helpers, defaults
+            engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
             engine.scan_wrappers(wrapper.module)
+            engine._inputs_bound = not takes_inputs
             engine.walk(wrapper.module)
         if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
             positions = None
             engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None, scope, hinted)
-            engine.helpers, engine.helper_defaults = helpers, defaults
+            engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
             engine.scan_wrappers(wrapper.module)
+            engine._inputs_bound = not takes_inputs
             wrapper.visit(engine)
-        found = helper_hints(engine.helper_calls)
+        calls = {k: callers.get(k, []) + engine.helper_calls.get(k, []) for k in callers.keys() | engine.helper_calls.keys()}
+        found = helper_hints(calls)
         if found == hinted:
             break
         hinted = found
@@ -563,7 +600,7 @@ def analyze(
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
     return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings,
-                    engine.skipped, entry, time.perf_counter() - t0)
+                    engine.skipped, entry, time.perf_counter() - t0, engine.imported_calls)
 
 
 def bindings_from(inputs: Iterable[object]) -> list[InputBinding]:

@@ -4,6 +4,7 @@ dialect) and rule findings. Ids are `make_id(kind, file, line[, extra])`: stable
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -30,9 +31,11 @@ FACT_KINDS = {
 _NOT_COUNTED = frozenset({"nl.affine_range", "nl.sequential_range", "nl.static_range", "nl.par_dim", "nl.arange", "nl.mgrid"})
 
 
-def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
+def fact_items(a: Analysis, analyzer: str, helpers: Sequence[Analysis] = ()) -> list[EvidenceItem]:
+    """The kernel file's facts: its dialect (with the version features the reached helper-module
+    code uses too), its functions' facts, the functions out of scope."""
     f = a.file
-    features, version = dialect_features(a)
+    features, version = dialect_features(a, helpers)
     items = [EvidenceItem(
         id=make_id("nki.dialect", f), kind="nki.dialect", analyzer=analyzer,
         title=f"NKI dialect: {a.dialect.dialect}" + (f" ({version})" if a.dialect.dialect == "standalone" else ""),
@@ -40,6 +43,16 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
         labels={"dialect": a.dialect.dialect, "source": a.dialect.source, "version": version,
                 "features": ",".join(features)},
     )]
+    items += function_items(a, analyzer)
+    if a.skipped:
+        items.append(_out_of_scope_item(a, analyzer))
+    return items
+
+
+def function_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
+    """Kernel, loop, allocation and API-call facts of the analysed functions, at `a.file`'s lines."""
+    f = a.file
+    items: list[EvidenceItem] = []
     for fn in a.functions:
         calls = [c for c in fn.calls if c.name not in _NOT_COUNTED]
         if fn.is_kernel:
@@ -78,8 +91,6 @@ def fact_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
                 labels={"api": api, "function": fn.name, "lines": ",".join(str(x) for x in sorted(set(lines)))},
                 metrics={"count": float(len(lines))},
             ))
-    if a.skipped:
-        items.append(_out_of_scope_item(a, analyzer))
     return items
 
 
@@ -91,11 +102,12 @@ _FEATURE_CALLS = {"nl.shared_identity_matrix": "shared_identity_matrix", "nki.si
                   "nl.par_dim": "block_dims", "nl.loop_reduce": "loop_reduce"}
 
 
-def dialect_features(a: Analysis) -> tuple[list[str], str]:
-    """The version features the analysed functions use, and the dialect version they imply."""
+def dialect_features(a: Analysis, helpers: Sequence[Analysis] = ()) -> tuple[list[str], str]:
+    """The version features the analysed functions (of `a` and of the helper modules' analyses) use,
+    and the dialect version they imply."""
     found: set[str] = set()
     standalone = a.dialect.dialect == "standalone"
-    for fn in a.functions:
+    for fn in [fn for x in (a, *helpers) for fn in x.functions]:
         for c in fn.calls:
             if c.name in _FEATURE_CALLS:
                 found.add(_FEATURE_CALLS[c.name])

@@ -26,6 +26,8 @@ class Scope:
     def_lines: frozenset[int] | None = None
     main_guards: frozenset[int] = frozenset()
     top_level: frozenset[int] = frozenset()  # def lines of every top-level function
+    # a helper module's classes are not followed (methods called through objects are not resolved): not walked
+    skip_classes: bool = False
 
     def includes(self, def_line: int) -> bool:
         """Whether the function defined at `def_line` is analysed (nested ones follow their parent)."""

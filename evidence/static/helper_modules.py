@@ -1,0 +1,217 @@
+"""The code the entry reaches in the submission's helper modules (`kernel.modules`), analysed.
+
+A library kernel is submitted as an entry file that imports the kernel, and the helpers that kernel
+calls, from sibling modules. Those functions are helpers of the entry, not kernels of their own: the
+static rules judge them as they judge a helper defined in the kernel file (a shared_hbm allocation
+there is not at kernel level, its parameters are what the callers pass, never the task's inputs), and
+findings and facts cite the helper module's own file:line.
+
+`reach` follows, from the entry, the names each reached top-level function (or module-level alias)
+reads: a name imported from a helper module (`from .m import f`, `from ..utils.m import f`, absolute
+`from pkg.m import f` resolved as the simulator's loader does: the kernel file's folder first, then
+the submission root), or a function read through an imported module (`from . import m` ... `m.f(...)`).
+Methods of classes are not followed (calls through objects are not resolved), so a helper module's
+classes are not analysed. `analyze_modules` analyses each reached module once its callers are
+analysed, with the arguments their calls pass (`engine.analyze(callers=...)`).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Sequence
+
+from evidence.static.engine import Analysis, StaticAnalysisError, analyze, parse
+from evidence.static.helper_args import top_level_defaults, top_level_params
+from evidence.static.model import InputBinding
+from evidence.static.scope import Scope, is_main_guard
+
+# (module path, function name) of a name a file can call
+Target = tuple[str, str]
+
+
+def resolve(importer: str, module: str | None, level: int, files: Sequence[str], home: str) -> str | None:
+    """The submission file an import names (`module` at `level` dots, from the file `importer`), or None."""
+    parts = (module or "").split(".") if module else []
+    if level:
+        base = posixpath.dirname(importer)
+        for _ in range(level - 1):
+            base = posixpath.dirname(base)
+        bases = [posixpath.join(base, *parts) if parts else base]
+    else:
+        bases = [posixpath.join(folder, *parts) for folder in dict.fromkeys((home, ""))]
+    for b in bases:
+        b = posixpath.normpath(b) if b else b
+        for candidate in (b + ".py", posixpath.join(b, "__init__.py")):
+            if candidate in files:
+                return candidate
+    return None
+
+
+def imports(tree: ast.Module, path: str, files: Sequence[str], home: str) -> tuple[dict[str, Target], dict[str, str]]:
+    """({local name: (module, function)} of names imported from helper modules,
+    {local name: module} of helper modules imported whole)."""
+    names: dict[str, Target] = {}
+    mods: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            target = resolve(path, stmt.module, stmt.level, files, home)
+            for alias in stmt.names:
+                local = alias.asname or alias.name
+                sub = resolve(path, ((stmt.module + ".") if stmt.module else "") + alias.name, stmt.level, files, home)
+                if sub is not None:  # `from . import m`: a module
+                    mods[local] = sub
+                elif target is not None:
+                    names[local] = (target, alias.name)
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                target = resolve(path, alias.name, 0, files, home)
+                if target is not None and alias.asname:  # `import pkg.m as m`
+                    mods[alias.asname] = target
+    return names, mods
+
+
+def _bound(tree: ast.Module) -> dict[str, tuple[ast.AST, int | None]]:
+    """Top-level name -> (its last definition, def line of a function or None for an alias)."""
+    bound: dict[str, tuple[ast.AST, int | None]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound[stmt.name] = (stmt, stmt.lineno)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(t, ast.Name):
+                    bound[t.id] = (stmt.value, None)
+    return bound
+
+
+def reach(tree: ast.Module, roots: set[str], names: dict[str, Target],
+          mods: dict[str, str]) -> tuple[frozenset[int], set[str], set[Target]]:
+    """(def lines of the file's top-level functions reached from `roots`, the function names reached,
+    the helper-module functions they read)."""
+    bound = _bound(tree)
+    lines: set[int] = set()
+    reached: set[str] = set()
+    out: set[Target] = set()
+    todo, seen = list(roots), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in names:
+            out.add(names[name])
+            continue
+        if name not in bound:
+            continue
+        node, line = bound[name]
+        if line is not None:
+            lines.add(line)
+            reached.add(name)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id != name:
+                todo.append(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in mods:
+                out.add((mods[n.value.id], n.attr))
+    return frozenset(lines), reached, out
+
+
+def _scope(tree: ast.Module, lines: frozenset[int]) -> Scope:
+    top = frozenset(s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    guards = frozenset(s.lineno for s in tree.body if isinstance(s, ast.If) and is_main_guard(s.test))
+    return Scope(lines, guards, top, skip_classes=True)
+
+
+def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[str], entry: str | None,
+                    options: dict[str, object] | None = None,
+                    inputs: Sequence[InputBinding] = ()) -> tuple[Analysis, list[Analysis]]:
+    """(the kernel file's analysis, the analyses of the helper modules the entry reaches, callers first).
+    The kernel file's analysis is the one `analyze` makes of it alone (its calls into helper modules
+    are recorded besides)."""
+    home = posixpath.dirname(kernel_file)
+    paths = [kernel_file, *[m for m in modules if m.endswith(".py") and m in files and m != kernel_file]]
+    trees: dict[str, ast.Module] = {}
+    for p in paths:
+        try:
+            trees[p] = ast.parse(files[p])
+        except SyntaxError:
+            continue
+    if kernel_file not in trees:
+        return analyze(files[kernel_file], file=kernel_file, inputs=inputs, entry=entry, options=options), []
+    table = {p: imports(trees[p], p, paths, home) for p in trees}
+    # reach, module by module, from the entry: {module: function names reached}, {file: callees}
+    wanted: dict[str, set[str]] = {}
+    callees: dict[str, set[Target]] = {}
+    roots = {entry} if entry is not None and entry in _bound(trees[kernel_file]) else {
+        s.name for s in trees[kernel_file].body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    todo = [(kernel_file, roots)]
+    reached: dict[str, tuple[frozenset[int], set[str]]] = {}
+    while todo:
+        path, names = todo.pop(0)
+        lines, got, out = reach(trees[path], names, *table[path])
+        old = reached.get(path)
+        if old is not None and got <= old[1]:
+            continue
+        reached[path] = (lines | (old[0] if old else frozenset()), got | (old[1] if old else set()))
+        callees.setdefault(path, set()).update(out)
+        for mod, fn in out:
+            if mod in trees and mod != kernel_file:
+                wanted.setdefault(mod, set()).add(fn)
+                todo.append((mod, {fn}))
+    order = _callers_first(kernel_file, callees)
+    parsed = {}
+    for p in order:
+        try:
+            parsed[p] = parse(files[p], p)
+        except StaticAnalysisError:
+            if p == kernel_file:
+                raise
+    order = [p for p in order if p in parsed]
+    signatures = {p: (top_level_params(parsed[p]), top_level_defaults(parsed[p])) for p in order}
+    calls: dict[str, dict[str, list[dict[str, object]]]] = {}
+    results: list[Analysis] = []
+    first: Analysis | None = None
+    for path in order:
+        names, mods = table[path]
+        imported = {}
+        for local, (mod, fn) in names.items():
+            if mod in signatures and fn in signatures[mod][0]:
+                imported[local] = (signatures[mod][0][fn], signatures[mod][1].get(fn, {}))
+        for local, mod in mods.items():
+            if mod in signatures:
+                for fn, params in signatures[mod][0].items():
+                    imported[f"{local}.{fn}"] = (params, signatures[mod][1].get(fn, {}))
+        if path == kernel_file:
+            a = first = analyze(files[path], file=path, inputs=inputs, entry=entry, options=options, imported=imported,
+                                module=parsed[path])
+        else:
+            a = analyze(files[path], file=path, inputs=inputs, entry=None, module=parsed[path], options=options,
+                        scope=_scope(trees[path], reached[path][0]), imported=imported, callers=calls.get(path),
+                        takes_inputs=False)
+            results.append(a)
+        for key, sites in a.imported_calls.items():
+            module, _, fn = key.partition(".")
+            target = names[key] if key in names else (mods[module], fn) if fn and module in mods else None
+            if target is not None:
+                calls.setdefault(target[0], {}).setdefault(target[1], []).extend(sites)
+    assert first is not None
+    return first, results
+
+
+def _callers_first(start: str, callees: dict[str, set[Target]]) -> list[str]:
+    """Files in an order where each comes after the files that call into it (the import graph's
+    reverse post-order; a cycle keeps the order in which it was entered)."""
+    done: set[str] = set()
+    post: list[str] = []
+
+    def visit(path: str) -> None:
+        done.add(path)
+        for mod in sorted({m for m, _ in callees.get(path, ())}):
+            if mod not in done and mod in callees:
+                visit(mod)
+        post.append(path)
+
+    visit(start)
+    return post[::-1]
+
+
+__all__ = ["analyze_modules", "imports", "reach", "resolve"]

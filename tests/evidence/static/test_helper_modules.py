@@ -1,0 +1,196 @@
+"""Static evidence over the code the entry reaches in the submission's helper modules (`kernel.modules`).
+
+Every kernel here is written for these tests: an entry file importing helpers from sibling modules
+(by name, relatively, through a module attribute, a decorated kernel behind a plain wrapper)."""
+
+from __future__ import annotations
+
+from evidence.static.collectors import NkiStaticCollector
+from evidence.static.engine import analyze
+from evidence.static.helper_modules import resolve
+from evidence.static.model import InputBinding
+from evidence.submission import Manifest, Submission
+
+_BETA = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+
+ENTRY = _BETA + '''from .ops.tiles import scale_tile, make_out, head_rows
+from . import stats
+
+
+@nki.jit
+def entry(x):
+    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x[0:128, :])
+    s = scale_tile(t, 2.0)
+    acc = stats.psum_buffer(t)
+    h = head_rows(t)
+    nl.store(out, value=s)
+    return out
+'''
+TILES = '''import neuronxcc.nki.language as nl
+
+
+def scale_tile(t, factor):
+    spill = nl.ndarray((256, 64), dtype=nl.float32, buffer=nl.sbuf)
+    return nl.multiply(t, factor)
+
+
+def make_out(shape):
+    return nl.ndarray(shape, dtype=nl.float32, buffer=nl.shared_hbm)
+
+
+def head_rows(t):
+    rows = nl.ndarray((t.shape[0], 64), dtype=nl.float32, buffer=nl.sbuf)
+    return rows
+
+
+def unused(a):
+    return nl.ndarray((512, 64), dtype=nl.float32, buffer=nl.sbuf)
+
+
+class Pool:
+    def grab(self):
+        return nl.ndarray((1024, 64), dtype=nl.float32, buffer=nl.sbuf)
+'''
+STATS = '''import neuronxcc.nki.language as nl
+
+
+def psum_buffer(t):
+    return nl.ndarray((t.shape[0], t.shape[1]), dtype=nl.float32, buffer=nl.psum)
+'''
+MODULES = {"kern/ops/tiles.py": TILES, "kern/stats.py": STATS}
+INPUTS = [{"name": "x", "shape": [256, 4096], "dtype": "float32"}]
+
+
+def _submission(entry_file: str, entry: str, files: dict[str, str], inputs=INPUTS) -> Submission:
+    manifest = Manifest.model_validate({
+        "task": {"id": "helpers", "title": "helper modules"},
+        "kernel": {"file": entry_file, "entry": entry, "modules": sorted(set(files) - {entry_file})},
+        "inputs": inputs,
+    })
+    return Submission(manifest=manifest, files=files)
+
+
+def _findings(sub: Submission) -> list[tuple[str, str, int]]:
+    return sorted((i.kind, i.location.file, i.location.start_line) for i in NkiStaticCollector().collect(sub)
+                  if i.severity is not None and i.severity.value != "info" and i.kind != "nki.rule_failure")
+
+
+def test_defects_in_reached_helper_module_code_are_found_at_the_modules_lines():
+    sub = _submission("kern/entry.py", "entry", {"kern/entry.py": ENTRY, **MODULES})
+    found = _findings(sub)
+    # an SBUF tile over 128 partitions in a helper imported by name from a subpackage (relative import)
+    assert ("nki.partition-over-128", "kern/ops/tiles.py", 5) in found
+    # a PSUM tile over one bank: its shape is the caller's tile [128, 4096], passed through a module attribute call
+    assert ("nki.psum-over-bank", "kern/stats.py", 5) in found
+    # `make_out` is imported but never called, `unused` never imported, the class never followed: nothing cited
+    assert not [f for f in found if f[1] == "kern/ops/tiles.py" and f[2] not in (5,)]
+
+
+def test_helper_parameters_are_what_the_callers_pass_never_the_tasks_inputs():
+    # `head_rows(t)` gets the caller's 128-row tile; bound to the task input x [256, 4096] it would
+    # allocate 256 partitions (a false critical, as when helper modules were analysed as entries)
+    sub = _submission("kern/entry.py", "entry", {"kern/entry.py": ENTRY, **MODULES})
+    items = NkiStaticCollector().collect(sub)
+    rows = [i for i in items if i.kind == "nki.alloc" and i.location.file == "kern/ops/tiles.py"
+            and i.location.start_line == 14]
+    assert [i.labels["shape"] for i in rows] == ["[128, 64]"]
+    assert not [i for i in items if i.kind == "nki.partition-over-128" and i.location.start_line == 14]
+
+
+def test_facts_cover_the_helper_modules_at_their_own_files():
+    sub = _submission("kern/entry.py", "entry", {"kern/entry.py": ENTRY, **MODULES})
+    items = NkiStaticCollector().collect(sub)
+    calls = {(i.location.file, i.labels["function"], i.labels["api"]) for i in items if i.kind == "nki.api_call"}
+    assert ("kern/ops/tiles.py", "scale_tile", "nl.multiply") in calls
+    assert ("kern/stats.py", "psum_buffer", "nl.ndarray") in calls
+    assert not {c for c in calls if c[1] in ("make_out", "unused", "grab")}
+    assert [i.location.file for i in items if i.kind == "nki.dialect"] == ["kern/entry.py"]
+    # helper modules' unreached functions are library code, not other kernels under review
+    assert [i.location.file for i in items if i.kind == "nki.out_of_scope"] == []
+
+
+WRITER = _BETA + '''
+
+def copy_rows(dst, src):
+    nl.store(dst, value=nl.load(src))
+    return dst
+'''
+WRITER_ENTRY = _BETA + '''from .writer import copy_rows
+
+
+@nki.jit
+def entry(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    copy_rows(out, x)
+    return out
+'''
+
+
+def test_a_helper_writing_into_the_tensor_its_caller_passes_is_not_a_kernel_writing_its_input():
+    sub = _submission("entry.py", "entry", {"entry.py": WRITER_ENTRY, "writer.py": WRITER},
+                      [{"name": "x", "shape": [128, 64], "dtype": "float32"}])
+    items = NkiStaticCollector().collect(sub)
+    assert [i for i in items if i.kind == "nki.api_call" and i.location.file == "writer.py"]  # analysed
+    assert _findings(sub) == []
+    # the same function as a top-level kernel taking the task's inputs writes into its input
+    alone = analyze(WRITER, file="writer.py", entry="copy_rows",
+                    inputs=[InputBinding("dst", (128, 64), "float32"), InputBinding("src", (128, 64), "float32")])
+    assert [f.rule for f in alone.findings] == ["store-into-input"]
+
+
+OUTPUTS = _BETA + '''
+
+@nki.jit
+def scaled(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+
+
+def scratch(x):
+    tmp = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    return tmp
+'''
+HARNESS = '''from .lib.outputs import scaled
+
+
+def doubled(x):
+    return scaled(x)
+'''
+HARNESS_HELPER = _BETA + '''from .lib.outputs import scratch
+
+
+@nki.jit
+def entry(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = scratch(x)
+    return out
+'''
+
+
+def test_kernel_level_outputs_of_a_helper_module_kernel_are_legal_and_a_helper_allocation_is_not():
+    x = [{"name": "x", "shape": [128, 64], "dtype": "float32"}]
+    wrapped = _submission("harness.py", "doubled", {"harness.py": HARNESS, "lib/outputs.py": OUTPUTS}, x)
+    items = NkiStaticCollector().collect(wrapped)
+    assert [i.labels["name"] for i in items if i.kind == "nki.kernel" and i.location.file == "lib/outputs.py"] == ["scaled"]
+    assert _findings(wrapped) == []  # the decorated kernel's outputs at its own top level
+    helper = _submission("entry.py", "entry", {"entry.py": HARNESS_HELPER, "lib/outputs.py": OUTPUTS}, x)
+    assert _findings(helper) == [("nki.shared-hbm-nested", "lib/outputs.py", 13)]
+
+
+def test_a_kernel_file_without_helper_calls_keeps_its_findings():
+    alone = _submission("kern/entry.py", "entry", {"kern/entry.py": ENTRY})
+    with_modules = _submission("kern/entry.py", "entry", {"kern/entry.py": ENTRY, **MODULES})
+    entry_only = [f for f in _findings(with_modules) if f[1] == "kern/entry.py"]
+    assert entry_only == _findings(alone)
+
+
+def test_imports_resolve_as_the_loader_does():
+    files = ["pkg/a.py", "pkg/sub/b.py", "pkg/sub/__init__.py", "c.py"]
+    assert resolve("pkg/sub/b.py", "a", 2, files, "pkg") == "pkg/a.py"
+    assert resolve("pkg/a.py", "sub.b", 1, files, "pkg") == "pkg/sub/b.py"
+    assert resolve("pkg/a.py", "sub", 1, files, "pkg") == "pkg/sub/__init__.py"
+    assert resolve("pkg/a.py", "c", 0, files, "pkg") == "c.py"  # absolute: the kernel's folder, then the root
+    assert resolve("pkg/a.py", "sub.b", 0, files, "pkg") == "pkg/sub/b.py"
+    assert resolve("pkg/a.py", "numpy", 0, files, "pkg") is None
