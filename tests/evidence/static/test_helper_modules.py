@@ -39,8 +39,8 @@ def make_out(shape):
     return nl.ndarray(shape, dtype=nl.float32, buffer=nl.shared_hbm)
 
 
-def head_rows(t):
-    rows = nl.ndarray((t.shape[0], 64), dtype=nl.float32, buffer=nl.sbuf)
+def head_rows(x):
+    rows = nl.ndarray((x.shape[0], 64), dtype=nl.float32, buffer=nl.sbuf)
     return rows
 
 
@@ -88,8 +88,9 @@ def test_defects_in_reached_helper_module_code_are_found_at_the_modules_lines():
 
 
 def test_helper_parameters_are_what_the_callers_pass_never_the_tasks_inputs():
-    # `head_rows(t)` gets the caller's 128-row tile; bound to the task input x [256, 4096] it would
-    # allocate 256 partitions (a false critical, as when helper modules were analysed as entries)
+    # `head_rows(x)` gets the caller's 128-row tile; bound to the task input of its parameter's name,
+    # x [256, 4096], it would allocate 256 partitions (a false critical, as when helper modules were
+    # analysed as entries)
     sub = _submission("kern/entry.py", "entry", {"kern/entry.py": ENTRY, **MODULES})
     items = NkiStaticCollector().collect(sub)
     rows = [i for i in items if i.kind == "nki.alloc" and i.location.file == "kern/ops/tiles.py"
