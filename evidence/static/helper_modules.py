@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from evidence.static.engine import Analysis, StaticAnalysisError, analyze, parse
 from evidence.static.helper_args import top_level_defaults, top_level_params
 from evidence.static.model import InputBinding
+from evidence.static.rules.shared_hbm_nested import CALLER_SKIPS, skips_check
 from evidence.static.scope import Scope, is_main_guard
 
 # (module path, function name) of a name a file can call
@@ -168,6 +169,7 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
     order = [p for p in order if p in parsed]
     signatures = {p: (top_level_params(parsed[p]), top_level_defaults(parsed[p])) for p in order}
     calls: dict[str, dict[str, list[dict[str, object]]]] = {}
+    skipping: set[str] = set()  # files reached from a kernel whose decorator skips the nested shared_hbm check
     results: list[Analysis] = []
     first: Analysis | None = None
     for path in order:
@@ -184,7 +186,8 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             a = first = analyze(files[path], file=path, inputs=inputs, entry=entry, options=options, imported=imported,
                                 module=parsed[path])
         else:
-            a = analyze(files[path], file=path, inputs=inputs, entry=None, module=parsed[path], options=options,
+            opts = {**(options or {}), CALLER_SKIPS: True} if path in skipping else options
+            a = analyze(files[path], file=path, inputs=inputs, entry=None, module=parsed[path], options=opts,
                         scope=_scope(trees[path], reached[path][0]), imported=imported, callers=calls.get(path),
                         takes_inputs=False)
             results.append(a)
@@ -193,6 +196,8 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             target = names[key] if key in names else (mods[module], fn) if fn and module in mods else None
             if target is not None:
                 calls.setdefault(target[0], {}).setdefault(target[1], []).extend(sites)
+                if path in skipping or any(fn.is_kernel and skips_check(fn.node) for fn in a.functions):
+                    skipping.add(target[0])
     assert first is not None
     return first, results
 

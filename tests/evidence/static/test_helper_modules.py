@@ -195,3 +195,21 @@ def test_imports_resolve_as_the_loader_does():
     assert resolve("pkg/a.py", "c", 0, files, "pkg") == "c.py"  # absolute: the kernel's folder, then the root
     assert resolve("pkg/a.py", "sub.b", 0, files, "pkg") == "pkg/sub/b.py"
     assert resolve("pkg/a.py", "numpy", 0, files, "pkg") is None
+
+
+FLAGGED = _BETA + '''from .lib.outputs import scratch
+
+
+@nki.jit(experimental_flags="skip-non-top-level-shared-hbm-check")
+def entry(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = scratch(x)
+    return out
+'''
+
+
+def test_a_kernel_skipping_the_nested_shared_hbm_check_covers_the_helper_modules_it_reaches():
+    x = [{"name": "x", "shape": [128, 64], "dtype": "float32"}]
+    sub = _submission("entry.py", "entry", {"entry.py": FLAGGED, "lib/outputs.py": OUTPUTS}, x)
+    assert [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.api_call" and i.location.file == "lib/outputs.py"]
+    assert _findings(sub) == []
