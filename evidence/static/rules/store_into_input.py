@@ -26,6 +26,11 @@ class StoreIntoInput(Rule):
     argument (the aliasing is then explicit), so only writes into arguments it does not return
     are flagged.
 
+    Only kernels are judged, not helpers (in the kernel file or a helper module): a helper's
+    parameters are whatever its callers pass, usually the caller's own output or scratch tile, so
+    a write through one is legal there; a helper writing a kernel input it was handed is a miss of
+    this rule, not a finding.
+
     Fix: allocate the output with `nl.ndarray(..., buffer=nl.shared_hbm)` and return it, or
     annotate the parameter `nt.mutable_tensor` and return it.
     """
