@@ -10,6 +10,7 @@ when the body uses it as one (`helper_args.tile_params`), so a flag is never tak
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
@@ -58,6 +59,9 @@ def bind_params(fn: FunctionInfo, params: list[cst.Param], inputs: Sequence[Inpu
             hint = hints[fn.name].get(name)
             if hint is None and name in tiles:  # the calls do not say, the body uses it as a tile
                 hint = Tensor(None, None, None, "view", name, 0, name in fn.mutable_params)
+            elif isinstance(hint, Tensor) and name in fn.mutable_params and not hint.mutable:
+                # the kernel's own `nt.mutable_tensor` annotation, whatever the caller's parameter said
+                hint = replace(hint, mutable=True)
             scope[name] = Binding(hint, names=frozenset({name}))
         elif fn.is_kernel and p.default is not None:
             # A parameter with a Python default (`use_mask=False`, `dtype=nl.bfloat16`) that the task
