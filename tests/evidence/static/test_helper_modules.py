@@ -213,3 +213,53 @@ def test_a_kernel_skipping_the_nested_shared_hbm_check_covers_the_helper_modules
     sub = _submission("entry.py", "entry", {"entry.py": FLAGGED, "lib/outputs.py": OUTPUTS}, x)
     assert [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.api_call" and i.location.file == "lib/outputs.py"]
     assert _findings(sub) == []
+
+
+NORMS = '''import numpy as np
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+def inv_norm(tile):
+    sumsq = nl.ndarray((tile.shape[0], 1), dtype=tile.dtype, buffer=nl.sbuf)
+    nisa.activation_reduce(op=nl.square, data=tile, reduce_op=np.add, reduce_res=sumsq, dtype=tile.dtype)
+    return nisa.activation(op=nl.rsqrt, data=sumsq, dtype=nl.float32)
+'''
+SCALES = '''from ..norms import inv_norm
+
+
+def scale_of(t):
+    return inv_norm(t)
+'''
+NORM_ENTRY = _BETA + '''from .lib.scales import scale_of
+from .norms import inv_norm
+
+
+@nki.jit
+def kernel(x, y):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(x.shape[0] // 128):
+        tile = nl.load(x[t * 128:(t + 1) * 128, :])
+        inv = {call}
+        nl.store(out[t * 128:(t + 1) * 128, :], value=nl.multiply(tile, inv))
+    return out
+'''
+
+
+def _accumulators(call: str, x: str, y: str) -> list[tuple[str, str, int]]:
+    files = {"k/entry.py": NORM_ENTRY.format(call=call), "k/norms.py": NORMS, "k/lib/scales.py": SCALES}
+    sub = _submission("k/entry.py", "kernel", files, [{"name": "x", "shape": [256, 512], "dtype": x},
+                                                      {"name": "y", "shape": [256, 512], "dtype": y}])
+    return [f for f in _findings(sub) if f[0] == "nki.low-precision-accumulator"]
+
+
+def test_a_dtype_passed_through_a_helper_of_another_helper_module_reaches_the_statistic():
+    found = [("nki.low-precision-accumulator", "k/norms.py", 8)]
+    assert _accumulators("scale_of(tile)", "bfloat16", "float32") == found
+    assert _accumulators("scale_of(tile)", "float32", "float32") == []
+
+
+def test_callers_in_different_files_passing_different_dtypes_leave_the_parameter_unknown():
+    two = "inv_norm(tile)\n        other = scale_of(nl.load(y[0:128, :]))"
+    assert _accumulators(two, "bfloat16", "float32") == []
+    assert _accumulators(two, "bfloat16", "bfloat16") == [("nki.low-precision-accumulator", "k/norms.py", 8)]
