@@ -263,3 +263,32 @@ def test_callers_in_different_files_passing_different_dtypes_leave_the_parameter
     two = "inv_norm(tile)\n        other = scale_of(nl.load(y[0:128, :]))"
     assert _accumulators(two, "bfloat16", "float32") == []
     assert _accumulators(two, "bfloat16", "bfloat16") == [("nki.low-precision-accumulator", "k/norms.py", 8)]
+
+
+TRANSPOSES = '''import nki.isa as nisa
+import nki.language as nl
+
+
+def load_keys(dst, k, cfg):
+    for b in range(cfg.batches):
+        nisa.dma_transpose(dst[b], k[b])
+'''
+TRANSPOSE_ENTRY = '''import nki
+import nki.language as nl
+from .transposes import load_keys
+
+
+@nki.jit
+def entry(k, cfg):
+    t = nl.ndarray((2, 128, 128), dtype=k.dtype, buffer=nl.sbuf)
+    load_keys(t, k, cfg)
+    return t
+'''
+
+
+def test_a_dma_transpose_in_a_helper_loop_of_unknown_trip_count_does_not_claim_it_runs_once():
+    sub = _submission("entry.py", "entry", {"entry.py": TRANSPOSE_ENTRY, "transposes.py": TRANSPOSES},
+                      [{"name": "k", "shape": [2, 128, 128], "dtype": "bfloat16"}])
+    found = [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.load-transpose-in-loop"]
+    assert [(i.location.file, i.location.start_line) for i in found] == [("transposes.py", 7)]
+    assert "runs once per iteration as a DMA transpose" in found[0].title
