@@ -26,6 +26,7 @@ from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.param_bindings import bind_params
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
+from evidence.static.records import RecordClass
 from evidence.static.scope import Scope, entry_scope
 from evidence.static.rulekit import matmul_operands
 from evidence.static.shapes import MATMUL_CALLS, Binding, Dtype, LoopVar, Tensor
@@ -555,6 +556,7 @@ def analyze(
     imported: dict[str, tuple[tuple[str, ...], dict[str, cst.BaseExpression]]] | None = None,
     callers: dict[str, list[dict[str, object]]] | None = None,
     takes_inputs: bool = True,
+    records: dict[str, RecordClass] | None = None,
 ) -> Analysis:
     """Run the facts pass and every rule that judges this file's dialect, in one traversal.
 
@@ -562,7 +564,8 @@ def analyze(
     in it and `callers`: the arguments of the calls other files make to its functions, merged with
     its own calls into its parameters' values, and `takes_inputs=False`: no function of it takes the
     task's inputs (they stay task facts rules may read, `Engine.inputs`). `imported` names the
-    helper-module functions this file calls (their calls are recorded in `Analysis.imported_calls`)."""
+    helper-module functions this file calls (their calls are recorded in `Analysis.imported_calls`);
+    `records` the submission's dataclasses by the names this file uses (`evidence.static.records`)."""
     t0 = time.perf_counter()
     module = module if module is not None else parse(source, file)
     dialect = detect(module)
@@ -582,6 +585,7 @@ def analyze(
             engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
             engine.scan_wrappers(wrapper.module)
             engine._inputs_bound = not takes_inputs
+            engine.ev.records = dict(records or {})
             engine.walk(wrapper.module)
         if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
             positions = None
@@ -589,6 +593,7 @@ def analyze(
             engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
             engine.scan_wrappers(wrapper.module)
             engine._inputs_bound = not takes_inputs
+            engine.ev.records = dict(records or {})
             wrapper.visit(engine)
         calls = {k: callers.get(k, []) + engine.helper_calls.get(k, []) for k in callers.keys() | engine.helper_calls.keys()}
         found = helper_hints(calls)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from evidence.static.conditions import decide
+from evidence.static.records import Record, RecordClass
 from evidence.static.shapes import (
     _DTYPE_ALIASES, ALLOC_CALLS, ARANGE_GRID, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, SYM, TILE_SIZE, Binding, Dtype, Grid,
     Index, LoopVar, MultiIndex, ParDim, Sym, Tensor, as_shape, broadcast, canonical_module, combine_indices, promote,
@@ -38,6 +39,8 @@ class Evaluator:
         self.lookup = lookup
         # Standalone nki: nisa calls write into a dst argument and return nothing.
         self.standalone = standalone
+        # the submission's dataclasses by the name this file calls them (`evidence.static.records`)
+        self.records: dict[str, RecordClass] = {}
         self.memo: dict[int, tuple[object, frozenset[int], frozenset[str]]] = {}
         self._deps: set[int] = set()
         self._names: set[str] = set()
@@ -147,6 +150,8 @@ class Evaluator:
             if attr == "T":
                 return Tensor(tuple(reversed(base.shape)) if base.shape else None, base.dtype, base.buffer, "view", base.name)
             return None
+        if isinstance(base, Record):
+            return base.get(attr)
         if isinstance(base, Grid) and attr in Grid.AXES and Grid.AXES[attr] < len(base):
             return base[Grid.AXES[attr]]
         return None
@@ -297,6 +302,8 @@ class Evaluator:
             owner = self.ev(node.func.value)
             if isinstance(owner, Tensor):
                 return _tensor_method(owner, node.func.attr.value, pos, kw)
+        if isinstance(node.func, cst.Name) and node.func.value in self.records:  # by the name the file uses
+            return self.records[node.func.value].make(pos, kw)
         if name is None:
             return None
         if name in _FOLD_CALLS:

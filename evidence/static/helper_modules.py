@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from evidence.static.engine import Analysis, StaticAnalysisError, analyze, parse
 from evidence.static.helper_args import top_level_defaults, top_level_params
 from evidence.static.model import InputBinding
+from evidence.static.records import mutated_fields, record_classes
 from evidence.static.rules.shared_hbm_nested import CALLER_SKIPS, skips_check
 from evidence.static.scope import Scope, is_main_guard
 
@@ -168,6 +169,8 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
                 raise
     order = [p for p in order if p in parsed]
     signatures = {p: (top_level_params(parsed[p]), top_level_defaults(parsed[p])) for p in order}
+    mutated = mutated_fields(trees.values())
+    classes = {p: record_classes(trees[p], mutated) for p in order}
     calls: dict[str, dict[str, list[dict[str, object]]]] = {}
     skipping: set[str] = set()  # files reached from a kernel whose decorator skips the nested shared_hbm check
     results: list[Analysis] = []
@@ -182,14 +185,16 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             if mod in signatures:
                 for fn, params in signatures[mod][0].items():
                     imported[f"{local}.{fn}"] = (params, signatures[mod][1].get(fn, {}))
+        records = dict(classes[path])
+        records.update({local: classes[mod][cls] for local, (mod, cls) in names.items() if cls in classes.get(mod, {})})
         if path == kernel_file:
             a = first = analyze(files[path], file=path, inputs=inputs, entry=entry, options=options, imported=imported,
-                                module=parsed[path])
+                                module=parsed[path], records=records)
         else:
             opts = {**(options or {}), CALLER_SKIPS: True} if path in skipping else options
             a = analyze(files[path], file=path, inputs=inputs, entry=None, module=parsed[path], options=opts,
                         scope=_scope(trees[path], reached[path][0]), imported=imported, callers=calls.get(path),
-                        takes_inputs=False)
+                        takes_inputs=False, records=records)
             results.append(a)
         for key, sites in a.imported_calls.items():
             module, _, fn = key.partition(".")

@@ -292,3 +292,61 @@ def test_a_dma_transpose_in_a_helper_loop_of_unknown_trip_count_does_not_claim_i
     found = [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.load-transpose-in-loop"]
     assert [(i.location.file, i.location.start_line) for i in found] == [("transposes.py", 7)]
     assert "runs once per iteration as a DMA transpose" in found[0].title
+
+
+CONFIG = '''from dataclasses import dataclass
+
+import nki.language as nl
+
+
+@dataclass
+class KeyConfig(nl.NKIObject):
+    batches: int = 2
+    transposed: bool = False
+    tuned: bool = False
+'''
+CONFIG_KEYS = '''import nki.isa as nisa
+import nki.language as nl
+
+
+def load_keys(dst, k, cfg):
+    for b in range(cfg.batches):
+        if not cfg.transposed:
+            nisa.dma_copy(dst=dst[b], src=k[b])
+        else:
+            nisa.dma_transpose(dst[b], k[b])
+'''
+CONFIG_ENTRY = '''import nki
+import nki.language as nl
+from .config import KeyConfig
+from .keys import load_keys
+
+
+@nki.jit
+def entry(k, transposed=False):
+    t = nl.ndarray((2, 128, 128), dtype=k.dtype, buffer=nl.sbuf)
+    load_keys(t, k, KeyConfig(batches=2, transposed=transposed))
+    return t
+'''
+
+
+def _transposes(entry: str, value: bool) -> list[tuple[str, int, str]]:
+    files = {"entry.py": entry, "config.py": CONFIG, "keys.py": CONFIG_KEYS}
+    sub = _submission("entry.py", "entry", files, [{"name": "k", "shape": [2, 128, 128], "dtype": "bfloat16"},
+                                                   {"name": "transposed", "value": value}])
+    return [(i.location.file, i.location.start_line, i.title) for i in NkiStaticCollector().collect(sub)
+            if i.kind == "nki.load-transpose-in-loop"]
+
+
+def test_a_config_records_field_decides_a_helpers_branch():
+    # the transposed layout runs the DMA transpose, twice (the record's batches); the plain layout never does
+    assert _transposes(CONFIG_ENTRY, True) == [
+        ("keys.py", 10, "nisa.dma_transpose inside a loop (line 6) runs 2x as a DMA transpose")]
+    assert _transposes(CONFIG_ENTRY, False) == []
+
+
+def test_a_field_some_code_assigns_stays_unknown():
+    mutating = CONFIG_ENTRY.replace("    load_keys(t, k, KeyConfig(batches=2, transposed=transposed))",
+                                    "    cfg = KeyConfig(batches=2, transposed=transposed)\n"
+                                    "    cfg.transposed = not cfg.tuned\n    load_keys(t, k, cfg)")
+    assert [f[:2] for f in _transposes(mutating, False)] == [("keys.py", 10)]
