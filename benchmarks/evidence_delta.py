@@ -55,11 +55,13 @@ def corpus_target(path: Path, simulate: bool) -> dict:
 
 
 def submission_target(folder: Path, simulate: bool) -> dict:
-    from evidence.static.collectors import kernel_analysis
+    from evidence.static.collectors import submission_analyses
     from grader.submission import load_submission
 
     sub = load_submission(folder)
-    out = {"static": _static(kernel_analysis(sub))}
+    analysis, helpers = submission_analyses(sub)
+    # helper modules' findings and practices, named by file (the kernel file's keep their old form)
+    out = {"static": sorted(_static(analysis) + [f"{h.file}: {x}" for h in helpers for x in _static(h)])}
     if simulate:
         from evidence.nki import load_kernel
         from evidence.numerics.inputs import generate_inputs
