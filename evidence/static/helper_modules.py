@@ -141,23 +141,23 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
         return analyze(files[kernel_file], file=kernel_file, inputs=inputs, entry=entry, options=options), []
     table = {p: imports(trees[p], p, paths, home) for p in trees}
     # reach, module by module, from the entry: {module: function names reached}, {file: callees}
-    wanted: dict[str, set[str]] = {}
     callees: dict[str, set[Target]] = {}
     roots = {entry} if entry is not None and entry in _bound(trees[kernel_file]) else {
         s.name for s in trees[kernel_file].body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     todo = [(kernel_file, roots)]
-    reached: dict[str, tuple[frozenset[int], set[str]]] = {}
+    reached: dict[str, frozenset[int]] = {}  # def lines of the functions reached in each file
+    asked: dict[str, set[str]] = {}  # the names each file was asked for (a name asked twice is followed once)
     while todo:
         path, names = todo.pop(0)
-        lines, got, out = reach(trees[path], names, *table[path])
-        old = reached.get(path)
-        if old is not None and got <= old[1]:
+        names = names - asked.get(path, set())
+        if not names and path in reached:
             continue
-        reached[path] = (lines | (old[0] if old else frozenset()), got | (old[1] if old else set()))
+        asked.setdefault(path, set()).update(names)
+        lines, _, out = reach(trees[path], names, *table[path])
+        reached[path] = reached.get(path, frozenset()) | lines
         callees.setdefault(path, set()).update(out)
         for mod, fn in out:
             if mod in trees and mod != kernel_file:
-                wanted.setdefault(mod, set()).add(fn)
                 todo.append((mod, {fn}))
     order = _callers_first(kernel_file, callees)
     parsed = {}
@@ -177,6 +177,7 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
     first: Analysis | None = None
     for path in order:
         names, mods = table[path]
+        names = {local: _defined(target, table, signatures, classes) for local, target in names.items()}
         imported = {}
         for local, (mod, fn) in names.items():
             if mod in signatures and fn in signatures[mod][0]:
@@ -193,7 +194,7 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
         else:
             opts = {**(options or {}), CALLER_SKIPS: True} if path in skipping else options
             a = analyze(files[path], file=path, inputs=inputs, entry=None, module=parsed[path], options=opts,
-                        scope=_scope(trees[path], reached[path][0]), imported=imported, callers=calls.get(path),
+                        scope=_scope(trees[path], reached[path]), imported=imported, callers=calls.get(path),
                         takes_inputs=False, records=records)
             results.append(a)
         for key, sites in a.imported_calls.items():
@@ -201,10 +202,24 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             target = names[key] if key in names else (mods[module], fn) if fn and module in mods else None
             if target is not None:
                 calls.setdefault(target[0], {}).setdefault(target[1], []).extend(sites)
-                if path in skipping or any(fn.is_kernel and skips_check(fn.node) for fn in a.functions):
+                if path in skipping or any(f.is_kernel and skips_check(f.node) for f in a.functions):
                     skipping.add(target[0])
     assert first is not None
     return first, results
+
+
+def _defined(target: Target, table, signatures, classes) -> Target:
+    """Where an imported name is defined: a package's `__init__.py` (or any module) re-exporting it with
+    `from .impl import f` sends it on to `impl`."""
+    for _ in range(8):
+        mod, name = target
+        if name in signatures.get(mod, ({}, {}))[0] or name in classes.get(mod, {}) or mod not in table:
+            break
+        nxt = table[mod][0].get(name)
+        if nxt is None:
+            break
+        target = nxt
+    return target
 
 
 def _callers_first(start: str, callees: dict[str, set[Target]]) -> list[str]:

@@ -350,3 +350,13 @@ def test_a_field_some_code_assigns_stays_unknown():
                                     "    cfg = KeyConfig(batches=2, transposed=transposed)\n"
                                     "    cfg.transposed = not cfg.tuned\n    load_keys(t, k, cfg)")
     assert [f[:2] for f in _transposes(mutating, False)] == [("keys.py", 10)]
+
+
+def test_a_function_a_package_re_exports_gets_its_callers_arguments():
+    entry = ENTRY.replace("from .ops.tiles import scale_tile, make_out, head_rows", "from .ops import scale_tile, head_rows")
+    files = {"kern/entry.py": entry, "kern/ops/__init__.py": "from .tiles import scale_tile, head_rows\n", **MODULES}
+    items = NkiStaticCollector().collect(_submission("kern/entry.py", "entry", files))
+    rows = [i.labels["shape"] for i in items if i.kind == "nki.alloc" and i.location == i.location.__class__(
+        file="kern/ops/tiles.py", start_line=14, end_line=14)]
+    assert rows == ["[128, 64]"]
+    assert ("nki.partition-over-128", "kern/ops/tiles.py", 5) in _findings(_submission("kern/entry.py", "entry", files))
