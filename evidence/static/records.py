@@ -4,8 +4,8 @@ Library kernels pass their options in a config object (`cfg = AttnConfig(bs=B, t
 and branch on its fields inside helpers (`elif not cfg.tp_k_prior:`). A field is a Python value
 while NKI traces the kernel, like a flag parameter, so the walk can decide such branches and rules
 stay silent in code the task's configuration never runs. An instance is a `Record` of the values
-the constructor call passes (by keyword, or by position in field order) and the fields' literal
-defaults. A field some code of the submission assigns (`cfg.x = ...`, `setattr(cfg, "x", ...)`,
+the generated constructor's call passes (by keyword, or by position in field order) and the fields'
+literal defaults (a class with its own `__init__`, or with bases other than `NKIObject`, is not one). A field some code of the submission assigns (`cfg.x = ...`, `setattr(cfg, "x", ...)`,
 `self.x = ...` in `__post_init__`) may change after construction: it is always unknown.
 """
 
@@ -90,6 +90,8 @@ def record_classes(tree: ast.Module, mutated: frozenset[str]) -> dict[str, Recor
     for stmt in tree.body:
         if not isinstance(stmt, ast.ClassDef) or not _is_dataclass(stmt) or not all(_plain_base(b) for b in stmt.bases):
             continue  # inherited fields are not followed
+        if any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in stmt.body):
+            continue  # its own constructor: the call's arguments are not the fields
         fields = []
         for item in stmt.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):

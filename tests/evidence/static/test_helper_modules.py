@@ -360,3 +360,18 @@ def test_a_function_a_package_re_exports_gets_its_callers_arguments():
         file="kern/ops/tiles.py", start_line=14, end_line=14)]
     assert rows == ["[128, 64]"]
     assert ("nki.partition-over-128", "kern/ops/tiles.py", 5) in _findings(_submission("kern/entry.py", "entry", files))
+
+
+def test_a_dataclass_with_its_own_constructor_is_not_read_as_a_record():
+    # its __init__ keeps the argument elsewhere: `transposed` stays at its default True, so the transpose runs
+    own_init = CONFIG.replace("    transposed: bool = False\n", "    transposed: bool = True\n") + '''
+    def __init__(self, transposed):
+        self.plain = transposed
+'''
+    files = {"entry.py": CONFIG_ENTRY.replace("KeyConfig(batches=2, transposed=transposed)",
+                                              "KeyConfig(transposed=transposed)"),
+             "config.py": own_init, "keys.py": CONFIG_KEYS}
+    sub = _submission("entry.py", "entry", files, [{"name": "k", "shape": [2, 128, 128], "dtype": "bfloat16"},
+                                                   {"name": "transposed", "value": False}])
+    assert [(i.location.file, i.location.start_line) for i in NkiStaticCollector().collect(sub)
+            if i.kind == "nki.load-transpose-in-loop"] == [("keys.py", 10)]
