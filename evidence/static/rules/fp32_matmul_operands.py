@@ -27,12 +27,16 @@ class Fp32MatmulOperands(Rule):
     cross-partition reduction of the other operand: keeping fp32 partial sums fp32 there is the
     precision a faithful port needs, not a wasted rate, so it is not flagged.
 
+    A matmul in transpose mode (`nc_matmul(..., is_transpose=True)`, v3) moves its data through
+    TensorE bit-exactly (REFERENCE §3.5, `nc_transpose`): fp32 there is the dtype of the values being
+    transposed, which a bf16 cast would round, not a product's precision: not flagged.
+
     Fix: load or cast the operands to bfloat16 (or tf32/fp8) before the matmul; keep fp32 for
     the PSUM accumulator and the statistics.
     """
 
     id = "fp32-matmul-operands"
-    version = "2"
+    version = "3"  # 3: a transpose-mode matmul (is_transpose=True) is not flagged
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [
@@ -45,6 +49,13 @@ class Fp32MatmulOperands(Rule):
               "    s = nisa.nc_matmul(ones, x)\n", inputs={"a": ((128, 512), "float32")}),
         Valid("@nki.jit\ndef k(a):\n    ones = nl.full((128, 128), 1.0, dtype=nl.float32)\n    x = nl.load(a)\n"
               "    s = nl.matmul(x, ones[:, 0:1], transpose_x=True)\n", inputs={"a": ((128, 512), "float32")}),
+        # a TensorE transpose of fp32 values (transpose mode: bit-exact data movement)
+        Valid("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n@nki.jit\ndef k(a, ident):\n"
+              "    x = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)\n    nisa.dma_copy(dst=x, src=a)\n"
+              "    i = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n    nisa.dma_copy(dst=i, src=ident)\n"
+              "    t = nl.ndarray((1, 128), dtype=nl.float32, buffer=nl.psum)\n"
+              "    nisa.nc_matmul(dst=t, stationary=x, moving=i, is_transpose=True)\n",
+              inputs={"a": ((128, 1), "float32"), "ident": ((128, 128), "float32")}),
     ]
     INVALID = [
         Invalid("@nki.jit\ndef k(a, b):\n    x = nl.load(a)\n    y = nl.load(b)\n    c = nisa.nc_matmul(x, y)\n",
@@ -60,6 +71,8 @@ class Fp32MatmulOperands(Rule):
             return
         s, m, *_ = matmul_operands(self.ctx, call)
         if any(self._is_ones(a.value) for a in call.node.args):  # a ones-vector reduction
+            return
+        if self.ctx.value(call.arg(None, "is_transpose")) is True:  # a bit-exact PE transpose, not a product
             return
         dtypes = [t.dtype or "?" for t in (s, m) if t is not None]
         if "float32" in dtypes:  # judged at the end of the function, once its output dtype is known
