@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.static.dialect import DialectInfo
 from evidence.static.engine import Analysis
 from evidence.static.framework import Rule
 from evidence.static.rulekit import shape_text
@@ -35,12 +36,13 @@ def fact_items(a: Analysis, analyzer: str, helpers: Sequence[Analysis] = ()) -> 
     """The kernel file's facts: its dialect (with the version features the reached helper-module
     code uses too), its functions' facts, the functions out of scope."""
     f = a.file
-    features, version = dialect_features(a, helpers)
+    dialect = submission_dialect(a, helpers)
+    features, version = dialect_features(a, helpers, dialect)
     items = [EvidenceItem(
         id=make_id("nki.dialect", f), kind="nki.dialect", analyzer=analyzer,
-        title=f"NKI dialect: {a.dialect.dialect}" + (f" ({version})" if a.dialect.dialect == "standalone" else ""),
+        title=f"NKI dialect: {dialect.dialect}" + (f" ({version})" if dialect.dialect == "standalone" else ""),
         location=Location(file=f, start_line=1, end_line=1),
-        labels={"dialect": a.dialect.dialect, "source": a.dialect.source, "version": version,
+        labels={"dialect": dialect.dialect, "source": dialect.source, "version": version,
                 "features": ",".join(features)},
     )]
     items += function_items(a, analyzer)
@@ -102,11 +104,20 @@ _FEATURE_CALLS = {"nl.shared_identity_matrix": "shared_identity_matrix", "nki.si
                   "nl.par_dim": "block_dims", "nl.loop_reduce": "loop_reduce"}
 
 
-def dialect_features(a: Analysis, helpers: Sequence[Analysis] = ()) -> tuple[list[str], str]:
+def submission_dialect(a: Analysis, helpers: Sequence[Analysis] = ()) -> DialectInfo:
+    """The kernel file's dialect; for a plain wrapper entry that imports no NKI itself (its dialect a
+    default), the dialect of the first helper module it reaches that declares one, as the loader runs it."""
+    if a.dialect.source != "default":
+        return a.dialect
+    return next((h.dialect for h in helpers if h.dialect.source != "default"), a.dialect)
+
+
+def dialect_features(a: Analysis, helpers: Sequence[Analysis] = (),
+                     dialect: DialectInfo | None = None) -> tuple[list[str], str]:
     """The version features the analysed functions (of `a` and of the helper modules' analyses) use,
-    and the dialect version they imply."""
+    and the dialect version they imply (`dialect`: the submission's, else the kernel file's)."""
     found: set[str] = set()
-    standalone = a.dialect.dialect == "standalone"
+    standalone = (dialect or a.dialect).dialect == "standalone"
     for fn in [fn for x in (a, *helpers) for fn in x.functions]:
         for c in fn.calls:
             if c.name in _FEATURE_CALLS:

@@ -375,3 +375,16 @@ def test_a_dataclass_with_its_own_constructor_is_not_read_as_a_record():
                                                    {"name": "transposed", "value": False}])
     assert [(i.location.file, i.location.start_line) for i in NkiStaticCollector().collect(sub)
             if i.kind == "nki.load-transpose-in-loop"] == [("keys.py", 10)]
+
+
+def test_a_plain_wrapper_entry_reports_the_dialect_of_the_kernel_it_runs():
+    scale = ("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n@nki.jit\ndef scale(x):\n"
+             "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+             "    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)\n    nisa.dma_copy(dst=t, src=x)\n"
+             "    nl.store(out, value=t)\n    return out\n")
+    wrapper = "from .lib.scale import scale\n\n\ndef doubled(x):\n    return scale(x)\n"
+    sub = _submission("harness.py", "doubled", {"harness.py": wrapper, "lib/scale.py": scale},
+                      [{"name": "x", "shape": [128, 64], "dtype": "float32"}])
+    [dialect] = [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.dialect"]
+    assert (dialect.location.file, dialect.labels["dialect"], dialect.labels["version"]) == ("harness.py", "standalone", "0.3+")
+    assert dialect.labels["features"] == "dst_first,load_store"
