@@ -19,7 +19,8 @@ class PerfRequest(BaseModel):
 
     target: str | None = None  # default: the simulated target
     spec_override: dict | None = None  # parsed TOML of an override file
-    hints: tuple[tuple[str, int, int], ...] = ()  # static findings: (rule id, first line, last line)
+    # static findings: (rule id, first line, last line[, file]); without a file, those lines of any file
+    hints: tuple[tuple[str, int, int] | tuple[str, int, int, str], ...] = ()
     whatif_limit: int = 3
     whatif_estimates: int = 6
 

@@ -4,7 +4,7 @@ claims checked against the kernel's own bytes, FLOPs and estimate.
 It runs the kernel trace-only (shape placeholders, no arithmetic, no reference) in a sandboxed child
 (evidence.nki.child_runs: the simulator's gate, jobs, sandbox and limits); the child schedules the
 trace and sends back only the summary (evidence.perf.analysis). The static rules' findings on the
-kernel are passed in as what-if hints. Claims with other shapes than the task's, and a baseline
+kernel and the helper-module code it reaches are passed in as what-if hints, with their file. Claims with other shapes than the task's, and a baseline
 kernel named by a speedup claim, get their own trace-only runs.
 """
 
@@ -30,15 +30,19 @@ _HINT_RULES = ("hoistable-load", "sequential-without-dependency", "psum-accumula
                "matmul-implicit-transpose", "load-transpose-in-loop")
 
 
-def static_hints(submission: Submission) -> list[tuple[str, int, int]]:
-    """(rule id, first line, last line) of the static findings the what-ifs know how to apply."""
-    from evidence.static.collectors import kernel_analysis
+def static_hints(submission: Submission) -> list[tuple[str, int, int, str]]:
+    """(rule id, first line, last line, file) of the static findings the what-ifs know how to apply, in the
+    kernel file and in the helper modules it reaches. (A sequential loop is matched by line alone, so a
+    helper module's sequential-without-dependency finding is not passed.)"""
+    from evidence.static.collectors import submission_analyses
 
     try:
-        analysis = kernel_analysis(submission)
+        analysis, helpers = submission_analyses(submission)
     except Exception:  # a kernel the static analyser cannot read still gets an estimate
         return []
-    return [(f.rule, f.start, f.end) for f in analysis.findings if f.rule in _HINT_RULES]
+    hints = [(f.rule, f.start, f.end, analysis.file) for f in analysis.findings if f.rule in _HINT_RULES]
+    return hints + [(f.rule, f.start, f.end, h.file) for h in helpers for f in h.findings
+                    if f.rule in _HINT_RULES and f.rule != "sequential-without-dependency"]
 
 
 class PerfCollector(Collector):

@@ -84,7 +84,7 @@ def _bytes(ev: TraceEvent) -> int:
     return max(sum(ev.reads), sum(ev.writes))
 
 
-def _reload_candidates(events, lines, spec: HardwareSpec, hinted: set[int]) -> list[Candidate]:
+def _reload_candidates(events, lines, spec: HardwareSpec, hinted: set[tuple[str | None, int]]) -> list[Candidate]:
     out = []
     sbuf_total = spec["sbuf_bytes_per_partition"] * 128
     for (file, line), idx in lines.items():
@@ -109,7 +109,7 @@ def _reload_candidates(events, lines, spec: HardwareSpec, hinted: set[int]) -> l
                   f"line moves {unique / 2**20:.3g} MiB" + ("" if fits else
                   f", more than SBUF holds ({sbuf_total / 2**20:.0f} MiB): blocking recovers only part of this"))
         out.append(Candidate(
-            "reload", "static:hoistable-load" if line in hinted else "trace", file, line,
+            "reload", "static:hoistable-load" if {(None, line), (file, line)} & hinted else "trace", file, line,
             f"loading each byte at this line once (hoisting or blocking) removes {human_bytes(redundant)} of HBM reads",
             edits, detail, {"redundant_bytes": redundant, "unique_bytes": unique, "fits_sbuf": float(fits)}))
     return out
@@ -173,11 +173,17 @@ def _partition_candidates(events, lines) -> list[Candidate]:
     return out
 
 
+def _hint(h) -> tuple[str, int, int, str | None]:
+    """(rule, first line, last line, file): a hint without a file matches those lines in any file."""
+    return (h[0], h[1], h[2], h[3] if len(h) > 3 else None)
+
+
 def _hint_candidates(events, lines, hints, recorder, spec: HardwareSpec) -> list[Candidate]:
     out = []
     loop_lines = {m[4] for m in (recorder.marks if recorder is not None else ()) if m[2] == "sequential"}
-    for rule, first, last in hints:
-        span = [(key, idx) for key, idx in lines.items() if first <= key[1] <= last]
+    for rule, first, last, hfile in map(_hint, hints):
+        # a helper module's finding edits its own file's lines, never the kernel file's of the same number
+        span = [(key, idx) for key, idx in lines.items() if first <= key[1] <= last and hfile in (None, key[0])]
         file = span[0][0][0] if span else None
         if rule == "sequential-without-dependency":
             lines_hit = {ln for ln in loop_lines if first <= ln <= last}
@@ -214,10 +220,10 @@ def _hint_candidates(events, lines, hints, recorder, spec: HardwareSpec) -> list
     return out
 
 
-def candidates(simulation, spec: HardwareSpec, hints: list[tuple[str, int, int]] = ()) -> list[Candidate]:
+def candidates(simulation, spec: HardwareSpec, hints: list[tuple] = ()) -> list[Candidate]:
     events = simulation.trace
     lines = _by_line(events)
-    hinted = {ln for rule, a, b in hints if rule == "hoistable-load" for ln in range(a, b + 1)}
+    hinted = {(f, ln) for rule, a, b, f in map(_hint, hints) if rule == "hoistable-load" for ln in range(a, b + 1)}
     return (_reload_candidates(events, lines, spec, hinted) + _fp32_candidates(events, lines)
             + _small_dma_candidates(events, lines) + _partition_candidates(events, lines)
             + _hint_candidates(events, lines, list(hints), simulation.recorder, spec))

@@ -121,3 +121,41 @@ def kernel(x):
     bounce(out, t)
     return out
 """
+
+
+TRANSPOSE_HELPER = """import nki.isa as nisa
+import nki.language as nl
+
+
+def load_keys(dst, k):
+    for b in range(2):
+        nisa.dma_transpose(dst=dst[:, b * 128:(b + 1) * 128], src=k[b * 128:(b + 1) * 128, :])
+"""
+KERNEL_WITH_TRANSPOSES = """import nki
+import nki.isa as nisa
+import nki.language as nl
+from helper import load_keys
+
+@nki.jit
+def kernel(k):
+    t = nl.ndarray((128, 256), dtype=nl.bfloat16, buffer=nl.sbuf)
+    load_keys(t, k)
+    out = nl.ndarray((128, 256), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_a_static_hint_of_a_helper_module_edits_that_modules_lines_only(tmp_path):
+    (tmp_path / "helper.py").write_text(TRANSPOSE_HELPER)
+    (tmp_path / "kernel.py").write_text(KERNEL_WITH_TRANSPOSES)
+    from evidence.nki import load_kernel, simulate
+    mod = load_kernel(tmp_path / "kernel.py", display="kernel.py")
+    sim = simulate(mod.kernel, nt.tensor[[256, 128], nl.bfloat16], target="trn2", trace_only=True)
+    spec = load_spec("trn2")
+    base = estimate(sim, spec=spec)
+    def codes(hints):
+        return {(w.code, w.file, w.line) for w in whatifs(sim, spec, base, hints, limit=10)}
+    assert ("dma-transpose", "helper.py", 7) in codes([("load-transpose-in-loop", 7, 7, "helper.py")])
+    # the kernel file's line 7 is the kernel's `def`: a hint there names no DMA transpose
+    assert not {c for c in codes([("load-transpose-in-loop", 7, 7, "kernel.py")]) if c[0] == "dma-transpose"}

@@ -388,3 +388,10 @@ def test_a_plain_wrapper_entry_reports_the_dialect_of_the_kernel_it_runs():
     [dialect] = [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.dialect"]
     assert (dialect.location.file, dialect.labels["dialect"], dialect.labels["version"]) == ("harness.py", "standalone", "0.3+")
     assert dialect.labels["features"] == "dst_first,load_store"
+
+
+def test_the_what_ifs_get_the_helper_modules_findings_with_their_file():
+    from evidence.perf.collector import static_hints
+    sub = _submission("entry.py", "entry", {"entry.py": TRANSPOSE_ENTRY, "transposes.py": TRANSPOSES},
+                      [{"name": "k", "shape": [2, 128, 128], "dtype": "bfloat16"}])
+    assert static_hints(sub) == [("load-transpose-in-loop", 7, 7, "transposes.py")]
