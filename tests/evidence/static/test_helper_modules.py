@@ -291,7 +291,7 @@ def test_a_dma_transpose_in_a_helper_loop_of_unknown_trip_count_does_not_claim_i
                       [{"name": "k", "shape": [2, 128, 128], "dtype": "bfloat16"}])
     found = [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.load-transpose-in-loop"]
     assert [(i.location.file, i.location.start_line) for i in found] == [("transposes.py", 7)]
-    assert "runs once per iteration as a DMA transpose" in found[0].title
+    assert "runs once per iteration of a loop of unknown trip count" in found[0].title
 
 
 CONFIG = '''from dataclasses import dataclass
