@@ -322,16 +322,17 @@ def walks_free_axis(c: Call, out) -> bool:
     an HBM matrix), per-element work by choice. A view as wide as its tensor's narrowest free axis is what
     the data gives (the 4 tokens of a decode step): no walk. HBM tensors have no partition axis: their
     longest axis is taken as the one on the partitions and any other may be the free one (a transposing
-    load puts a [4, H] activation's tokens there; a [N, 1] or [N] vector has no free axis to walk)."""
+    load puts a [4, H] activation's tokens there); a vector ([N] or [N, 1]) folds onto the partitions, so
+    N / 128 elements per partition is what it allows (a [128, 1] piece of a long vector is a walk)."""
     for t in (*c.ins, out):
         if t is None:
             continue
         a = t.alloc
         if a.buffer in _HBM:
-            axes = sorted(a.shape)[:-1]
+            axes = sorted(n for n in a.shape if n > 1)
+            narrowest = axes[0] if len(axes) > 1 else (axes[0] // 128 if axes else 1)
         else:
-            axes = a.shape[a.pdim + 1:]
-        narrowest = min((n for n in axes if n > 1), default=1)
+            narrowest = min((n for n in a.shape[a.pdim + 1:] if n > 1), default=1)
         if math.prod(t.shape[1:]) < narrowest:
             return True
     return False

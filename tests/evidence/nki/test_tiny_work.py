@@ -70,3 +70,18 @@ def test_a_column_load_of_a_wide_hbm_matrix_is_walked():
     sim, _ = run_source(src, "kernel", nt.tensor[[128, 32], nl.float32], trace_only=True)
     assert sim.report.tiny_walk_count >= 64  # the column loads and stores, though each exp covers its tile whole
     assert _partition_use(sim).labels["tiny_work"] == "walked"
+
+
+def test_a_partition_column_of_a_long_vector_is_walked():
+    # one element per partition per instruction over a flat vector, as a CUDA block of 128 threads would
+    src = """
+    def kernel(x):
+        y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        xv, yv = x.reshape((x.shape[0] // 128, 128)), y.reshape((x.shape[0] // 128, 128))
+        for b in nl.affine_range(x.shape[0] // 128):
+            nl.store(yv[b, :], value=nl.exp(nl.load(xv[b, :])))
+        return y
+    """
+    sim, _ = run_source(src, "kernel", nt.tensor[[4096], nl.float32], trace_only=True)
+    assert sim.report.tiny_walk_count >= 64  # 32 loads and 32 stores of 1 of the 32 elements a partition could take
+    assert _partition_use(sim).labels["tiny_work"] == "walked"
