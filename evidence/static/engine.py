@@ -579,21 +579,22 @@ def analyze(
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     helpers, defaults = top_level_params(wrapper.module), top_level_defaults(wrapper.module)
     hinted: dict[str, dict[str, object]] = helper_hints(callers) if callers else {}
+
+    def prepared(cls: type[Engine], hinted: dict[str, dict[str, object]]) -> Engine:
+        engine = cls(file, dialect, active, list(inputs), entry, options, positions, scope, hinted)
+        engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
+        engine.scan_wrappers(wrapper.module)
+        engine._inputs_bound = not takes_inputs  # a helper module's functions never take the task's inputs
+        engine.ev.records = dict(records or {})
+        return engine
+
     for _ in range(3):  # a helper's own calls are known once its parameters are: nested helpers need more walks
         if positions is not None:
-            engine = Engine(file, dialect, active, list(inputs), entry, options, positions, scope, hinted)
-            engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
-            engine.scan_wrappers(wrapper.module)
-            engine._inputs_bound = not takes_inputs
-            engine.ev.records = dict(records or {})
+            engine = prepared(Engine, hinted)
             engine.walk(wrapper.module)
         if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
             positions = None
-            engine = _ExactEngine(file, dialect, active, list(inputs), entry, options, None, scope, hinted)
-            engine.helpers, engine.helper_defaults, engine.imported = helpers, defaults, dict(imported or {})
-            engine.scan_wrappers(wrapper.module)
-            engine._inputs_bound = not takes_inputs
-            engine.ev.records = dict(records or {})
+            engine = prepared(_ExactEngine, hinted)
             wrapper.visit(engine)
         calls = {k: callers.get(k, []) + engine.helper_calls.get(k, []) for k in callers.keys() | engine.helper_calls.keys()}
         found = helper_hints(calls)
