@@ -25,7 +25,11 @@ numerical correctness for such a finding only when the error shows. Each `sim.ou
 DMA transposes (`load-transpose-in-loop`) cost time only where the kernel waits on memory (reviewers
 check "no DMA transposes in memory-bound code"): the finding is labelled `regime` with the cost
 model's roofline regime (`memory-bound` | `compute-bound`, `unknown` without an estimate), and the
-rubric weighs it only when the kernel is not compute-bound.
+rubric weighs it only when the kernel is not compute-bound. The cost model also re-estimates every such finding
+with its fix (`perf.whatif` code `dma-transpose`, at the finding's line, reported whatever it gains): the finding
+is labelled `impact` = `negligible` when that fix gains under NEGLIGIBLE_SPEEDUP (the transpose is off the
+critical path: no time is lost to it), `material` when it gains more, `unknown` without an estimate; the rubric
+then takes it as one avoidable pattern, not as DMA transposes on the hot path.
 
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
@@ -41,7 +45,7 @@ from collections.abc import Iterable
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
 
-CORROBORATION_VERSION = "4"
+CORROBORATION_VERSION = "5"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -54,6 +58,11 @@ REGIME_CLAIMS = ("nki.load-transpose-in-loop",)
 # Isolated outliers (see the module doc): at most this fraction of an output's elements; structured errors (a tile,
 # a row band) are the error model's to find, and beyond it the verdict is no longer "within"
 ISOLATED_FRACTION = 5e-3
+# A fix the cost model prices under this speedup buys nothing measurable. Kept tight: the calibration set's
+# all-transpose kernel, which reviewers put on the hot path, prices its fix at 1.03x (its transfers are small, so
+# their fixed cost dominates the transpose's), and attention_tkg's transposed-K load at 1.00x
+NEGLIGIBLE_SPEEDUP = 1.01
+_IMPACT_WHATIFS = {"nki.load-transpose-in-loop": "dma-transpose"}
 # Significant bits (with the implicit one) of output dtypes: half a unit roundoff is 2**-(bits + 1).
 _SIGNIFICAND_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
 
@@ -179,6 +188,20 @@ def _not_executed(item: EvidenceItem, trace: _Trace) -> EvidenceItem | None:
         "labels": {**item.labels, "trace": "not_executed", "trace_reason": reason}})
 
 
+def _impact(item: EvidenceItem, whatifs: dict[tuple, EvidenceItem]) -> EvidenceItem:
+    """`item` labelled with what the cost model says its fix gains (see the module doc)."""
+    loc = item.location
+    w = whatifs.get((_IMPACT_WHATIFS[item.kind], loc.file, loc.start_line)) if loc is not None else None
+    if w is None:
+        return item.model_copy(update={"labels": {**item.labels, "impact": "unknown"}})
+    speedup = w.metrics.get("speedup", 1.0)
+    if speedup >= NEGLIGIBLE_SPEEDUP:
+        return item.model_copy(update={"labels": {**item.labels, "impact": "material"}})
+    return item.model_copy(update={
+        "title": f"{item.title} (off the critical path: the cost model estimates its fix at {speedup:.2f}x [{w.id}])",
+        "labels": {**item.labels, "impact": "negligible"}})
+
+
 def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{CORROBORATION_VERSION}") -> list[EvidenceItem]:
     """The items with every corroborable static finding labelled, plus one conflict item per contradiction."""
     items = list(items)
@@ -187,6 +210,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
     verdicts = {i.id.split(":", 1)[-1]: i for i in items if i.kind == "numerics.verdict"}
     roofline = next((i for i in items if i.kind == "perf.roofline"), None)
     regime = roofline.labels.get("regime", "unknown") if roofline is not None else "unknown"
+    whatifs = {(i.labels.get("code"), i.location.file, i.location.start_line): i for i in items
+               if i.kind == "perf.whatif" and i.location is not None}
     out: list[EvidenceItem] = []
     for item in items:
         if item.kind == "sim.output":
@@ -198,6 +223,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
         if item.kind in REGIME_CLAIMS:
             item = item.model_copy(update={"labels": {**item.labels, "regime": regime}})
             item = _not_executed(item, trace) or item
+            if item.kind in _IMPACT_WHATIFS:
+                item = _impact(item, whatifs)
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

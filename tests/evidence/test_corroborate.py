@@ -162,6 +162,24 @@ def test_dma_transposes_carry_the_cost_models_regime():
     assert _by_kind(corroborate([finding]))["nki.load-transpose-in-loop"].labels["regime"] == "unknown"
 
 
+def _transpose_whatif(line, speedup, file="k.py"):
+    return EvidenceItem(id=f"perf.whatif:dma-transpose:{line}", kind="perf.whatif", analyzer="t@1", title="what-if",
+                        location=Location(file=file, start_line=line, end_line=line),
+                        metrics={"speedup": speedup}, labels={"code": "dma-transpose"})
+
+
+def test_dma_transposes_carry_what_the_cost_model_says_their_fix_gains():
+    finding = _item("nki.load-transpose-in-loop", 20, 24).model_copy(update={"severity": "medium"})
+    off = _by_kind(corroborate([finding, _transpose_whatif(20, 1.004)]))["nki.load-transpose-in-loop"]
+    assert off.labels["impact"] == "negligible" and off.severity == "medium"  # still a true finding
+    assert "off the critical path: the cost model estimates its fix at 1.00x [perf.whatif:dma-transpose:20]" in off.title
+    hot = _by_kind(corroborate([finding, _transpose_whatif(20, 1.8)]))["nki.load-transpose-in-loop"]
+    assert hot.labels["impact"] == "material" and hot.title == finding.title
+    # another line's or another file's what-if says nothing about this finding
+    for other in (_transpose_whatif(30, 1.0), _transpose_whatif(20, 1.0, file="helper.py")):
+        assert _by_kind(corroborate([finding, other]))["nki.load-transpose-in-loop"].labels["impact"] == "unknown"
+
+
 def test_a_dma_transpose_on_lines_the_completed_run_never_issued_is_low_and_says_so():
     # the eighth sweep: attention's transposed-K path (behind a layout flag held in a config object the static
     # analysis cannot read) was a medium finding on a task that never takes it

@@ -90,6 +90,22 @@ def test_dma_transposes_cap_data_movement_only_where_the_kernel_is_not_compute_b
         assert (cited, c.score <= 2) == (capped, capped), (regime, c.score, c.rationale)
 
 
+def test_a_dma_transpose_off_the_critical_path_is_one_avoidable_pattern_not_the_hot_path_level():
+    trace = item("sim.trace:k", "sim.trace", metrics={"instr_total": 10.0})
+    scores = {}
+    for impact in ("negligible", "material", "unknown"):
+        transpose = item("nki.load-transpose-in-loop:kernel.py:3", "nki.load-transpose-in-loop", "medium",
+                         labels={"regime": "memory-bound", "impact": impact}, line=3)
+        d = draft(bundle(MATCHING, KERNEL_FACT, trace, transpose))
+        scores[impact] = {c: d.criterion(c).score for c in ("data_movement", "performance", "neuron_platform")}
+        cited = "nki.load-transpose-in-loop:kernel.py:3" in {x.evidence_id for x in d.criterion("data_movement").citations}
+        assert cited, impact
+    assert scores["material"]["data_movement"] <= 2 and scores["unknown"]["data_movement"] <= 2
+    assert scores["negligible"]["data_movement"] == 4  # one point, no cap
+    for criterion in ("performance", "neuron_platform"):  # no time is lost to it: no point off there
+        assert scores["negligible"][criterion] == scores["material"][criterion] + 1, scores
+
+
 def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
     gross = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "rel_l2": 0.6})
     assert draft(bundle(gross, KERNEL_FACT)).criterion("kernel_correctness").score == 1

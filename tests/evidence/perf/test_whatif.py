@@ -159,3 +159,49 @@ def test_a_static_hint_of_a_helper_module_edits_that_modules_lines_only(tmp_path
     assert ("dma-transpose", "helper.py", 7) in codes([("load-transpose-in-loop", 7, 7, "helper.py")])
     # the kernel file's line 7 is the kernel's `def`: a hint there names no DMA transpose
     assert not {c for c in codes([("load-transpose-in-loop", 7, 7, "kernel.py")]) if c[0] == "dma-transpose"}
+
+
+# A memory-bound kernel: 32 KiB-per-partition streams of x dominate; two [128, 128] blocks of w go through a DMA
+# transpose in a short loop, on other queues while the stream runs, and nothing waits for them.
+SIDE_TRANSPOSE = """
+    def kernel(x, w):
+        P, F = x.shape
+        out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+        wt_out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        for r in nl.affine_range(2):
+            wt = nl.load_transpose2d(w[r * 128:(r + 1) * 128, :])  # <-side
+            nl.store(wt_out[:, r * 128:(r + 1) * 128], value=wt)
+        for c in nl.affine_range(F // 8192):
+            t = nl.load(x[:, c * 8192:(c + 1) * 8192])
+            nl.store(out[:, c * 8192:(c + 1) * 8192], value=nl.multiply(t, 2.0))
+        return out, wt_out
+"""
+# Every byte of this kernel moves through the DMA transpose.
+ALL_TRANSPOSE = """
+    def kernel(x):
+        R, C = x.shape
+        out = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+        for j in nl.affine_range(C // 128):
+            row = nl.ndarray((128, R), dtype=x.dtype, buffer=nl.sbuf)
+            for i in nl.affine_range(R // 128):
+                row[:, i * 128:(i + 1) * 128] = nl.load_transpose2d(x[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])  # <-all
+            nl.store(out[j * 128:(j + 1) * 128, :], value=row)
+        return out
+"""
+
+
+def test_a_dma_transpose_finding_is_priced_even_when_its_fix_gains_nothing():
+    """The rubric weighs a DMA-transpose finding by what its fix buys, so the what-if is reported either way."""
+    side = line_of(SIDE_TRANSPOSE, "# <-side")
+    sim = trace(SIDE_TRANSPOSE, nt.tensor[[128, 2 ** 21], nl.float32], nt.tensor[[256, 128], nl.float32])
+    base, wis = _wis(sim, hints=[("load-transpose-in-loop", side, side)])
+    w = wis[("dma-transpose", side)]
+    assert w.source == "static:load-transpose-in-loop" and w.baseline_s == base.time_s
+    assert base.time_s / w.time_s < 1.01  # off the critical path: the stream of x decides the time
+    # without the finding's hint no dma-transpose what-if is made (they come from static findings only)
+    assert ("dma-transpose", side) not in _wis(sim)[1]
+
+    whole = line_of(ALL_TRANSPOSE, "# <-all")
+    sim = trace(ALL_TRANSPOSE, nt.tensor[[1024, 1024], nl.float32])
+    base, wis = _wis(sim, hints=[("load-transpose-in-loop", whole, whole)])
+    assert base.time_s / wis[("dma-transpose", whole)].time_s > 1.5  # on the critical path
