@@ -31,6 +31,11 @@ is labelled `impact` = `negligible` when that fix gains under NEGLIGIBLE_SPEEDUP
 critical path: no time is lost to it), `material` when it gains more, `unknown` without an estimate; the rubric
 then takes it as one avoidable pattern, not as DMA transposes on the hot path.
 
+Small transfers (`small-dma`) are measured by the trace too: `sim.dma_sizes` says whether small transfers are a
+pattern of a few lines or most of the bytes, and the rubric weighs that verdict. A finding whose own lines issued
+transfers under 512 B per partition again and again in the run is labelled `dma_sizes` with that verdict (`pattern` |
+`mostly`), so the rubric does not count the same transfers twice, once from the source and once from the trace.
+
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
 dtype's bound and the error model finds every numerics trial of that output within expected variation,
@@ -44,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.nki.trace import SMALL_DMA_BYTES_PER_PARTITION
 
 CORROBORATION_VERSION = "5"
 CONFLICT_KIND = "evidence.conflict"
@@ -188,6 +194,23 @@ def _not_executed(item: EvidenceItem, trace: _Trace) -> EvidenceItem | None:
         "labels": {**item.labels, "trace": "not_executed", "trace_reason": reason}})
 
 
+def _repeats_small_transfers(line: EvidenceItem) -> bool:
+    """Did this line issue transfers under 512 B per partition more than once (the trace's small-transfer pattern)?"""
+    m = line.metrics
+    n = m.get("dma_count", 0)
+    return n > 1 and m.get("dma_bytes", 0) / n / max(m.get("dma_partitions_mean", 1.0), 1.0) < SMALL_DMA_BYTES_PER_PARTITION
+
+
+def _measured_transfers(item: EvidenceItem, trace: _Trace, verdict: str | None) -> EvidenceItem:
+    """`item` (a small-dma finding) labelled with the trace's verdict when its lines are in it (see the module doc)."""
+    loc = item.location
+    if verdict not in ("pattern", "mostly") or loc is None:
+        return item
+    if not any(_repeats_small_transfers(line) for line in trace.span(loc.file, loc.start_line, loc.end_line)):
+        return item
+    return item.model_copy(update={"labels": {**item.labels, "dma_sizes": verdict}})
+
+
 def _impact(item: EvidenceItem, whatifs: dict[tuple, EvidenceItem]) -> EvidenceItem:
     """`item` labelled with what the cost model says its fix gains (see the module doc)."""
     loc = item.location
@@ -212,6 +235,7 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
     regime = roofline.labels.get("regime", "unknown") if roofline is not None else "unknown"
     whatifs = {(i.labels.get("code"), i.location.file, i.location.start_line): i for i in items
                if i.kind == "perf.whatif" and i.location is not None}
+    sizes = next((i.labels.get("small_transfers") for i in items if i.kind == "sim.dma_sizes"), None)
     out: list[EvidenceItem] = []
     for item in items:
         if item.kind == "sim.output":
@@ -225,6 +249,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
             item = _not_executed(item, trace) or item
             if item.kind in _IMPACT_WHATIFS:
                 item = _impact(item, whatifs)
+        if item.kind == "nki.small-dma":
+            item = _measured_transfers(item, trace, sizes)
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

@@ -180,6 +180,28 @@ def test_dma_transposes_carry_what_the_cost_model_says_their_fix_gains():
         assert _by_kind(corroborate([finding, other]))["nki.load-transpose-in-loop"].labels["impact"] == "unknown"
 
 
+def _dma_line(n, transfers, bytes_per_partition, partitions=128.0):
+    return _item("sim.line", n, metrics={"dma_count": float(transfers), "dma_partitions_mean": partitions,
+                                          "dma_bytes": float(transfers * bytes_per_partition * partitions)})
+
+
+def test_small_transfers_the_trace_already_counts_as_a_pattern_say_so():
+    # nki-library's gen_mask: one line issues two 16 B-per-partition copies beside large transfers; the trace's
+    # "pattern" verdict and the static finding are the same transfers and must not cost two points
+    finding = _item("nki.small-dma", 20).model_copy(update={"severity": "medium"})
+    sizes = _item("sim.dma_sizes", 5, labels={"small_transfers": "pattern"})
+    out = _by_kind(corroborate([TRACE, sizes, finding, _dma_line(20, 2, 16)]))["nki.small-dma"]
+    assert out.labels["dma_sizes"] == "pattern"
+    mostly = sizes.model_copy(update={"labels": {"small_transfers": "mostly"}})
+    assert _by_kind(corroborate([TRACE, mostly, finding, _dma_line(20, 2, 16)]))["nki.small-dma"].labels["dma_sizes"] == "mostly"
+    for lines in ([_dma_line(30, 2, 16)],  # the pattern is another line's
+                  [_dma_line(20, 1, 16)],  # one transfer: as batched as the data allows, not in the pattern
+                  [_dma_line(20, 4, 4096)]):  # large transfers on the finding's line
+        assert "dma_sizes" not in _by_kind(corroborate([TRACE, sizes, finding, *lines]))["nki.small-dma"].labels
+    none = sizes.model_copy(update={"labels": {"small_transfers": "none"}})
+    assert "dma_sizes" not in _by_kind(corroborate([TRACE, none, finding, _dma_line(20, 2, 16)]))["nki.small-dma"].labels
+
+
 def test_a_dma_transpose_on_lines_the_completed_run_never_issued_is_low_and_says_so():
     # the eighth sweep: attention's transposed-K path (behind a layout flag held in a config object the static
     # analysis cannot read) was a medium finding on a task that never takes it

@@ -106,6 +106,17 @@ def test_a_dma_transpose_off_the_critical_path_is_one_avoidable_pattern_not_the_
         assert scores["negligible"][criterion] == scores["material"][criterion] + 1, scores
 
 
+def test_small_transfers_cost_one_data_movement_point_when_the_trace_and_the_source_name_the_same_lines():
+    trace = item("sim.trace:k", "sim.trace", metrics={"instr_total": 10.0})
+    sizes = item("sim.dma_sizes:k", "sim.dma_sizes", labels={"small_transfers": "pattern"})
+    scores = {}
+    for label in ("pattern", None):
+        small = item("nki.small-dma:kernel.py:3", "nki.small-dma", "medium", line=3,
+                     labels={"dma_sizes": label} if label else {})
+        scores[label] = draft(bundle(MATCHING, KERNEL_FACT, trace, sizes, small)).criterion("data_movement").score
+    assert scores == {"pattern": 4, None: 3}  # level 4: one avoidable small-transfer pattern
+
+
 def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
     gross = item("sim.output:0", "sim.output", "high", {"matches": 0.0, "mismatch_fraction": 0.4, "rel_l2": 0.6})
     assert draft(bundle(gross, KERNEL_FACT)).criterion("kernel_correctness").score == 1
