@@ -297,11 +297,14 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
                 if not c.partitions:
                     parts = on_parts
     c.elements, c.partitions = elements, parts
-    if free_per_partition(c.engine, shape, elements, parts) <= TINY_FREE_ELEMENTS and walks_free_axis(c, out):
-        st.recorder.agg.tiny_walks += 1
+    file, line = st.where()
+    if free_per_partition(c.engine, shape, elements, parts) <= TINY_FREE_ELEMENTS:
+        agg = st.recorder.agg
+        agg.tiny_any += 1
+        if walks_free_axis(c, out) and (c.op not in MATMUL_OPS or _same_stationary(st, c, (file, line))):
+            agg.tiny_walks += 1
     dt = c.dtype if c.dtype is not None else (out.dtype if out is not None else None)
     cycles = op.cost(st, c) if op.cost is not None else 0.0
-    file, line = st.where()
     rec = st.recorder
     dtname = "" if dt is None else _dtype_name(dt)
     reads, writes = (reads[0], reads[1], reads[2]), (writes[0], writes[1], writes[2])
@@ -314,6 +317,22 @@ def _record(st, op, c: Call, out, redundant: int = 0) -> None:
     run = _dma_run(c, max(sum(reads), sum(writes)), parts) if c.engine == "dma" else 0
     rec.record(c.op, c.engine, line, tuple(shapes), dtname, parts, elements, reads, writes, float(cycles), c.flops,
                rd, wr, run, redundant, file)
+
+
+MATMUL_OPS = ("matmul", "nisa.nc_matmul")
+
+
+def _same_stationary(st, c: Call, site: tuple) -> bool:
+    """Whether this line's previous tiny matmul multiplied the same stationary region. Only then is a narrow
+    matmul a walk (the kernel streams a few columns at a time through the same weights, where one wider moving
+    operand would do); a stationary that changes from one matmul to the next (a head or K-chunk of an
+    accumulation group, another weight block of a decode projection) makes each a different product however
+    narrow its tokens are."""
+    s = c.ins[0]
+    key = (s.alloc.uid, s.block, s.shape, s.data.__array_interface__["data"][0] if s.data is not None else s.box)
+    same = st.matmul_stationary.get(site) == key
+    st.matmul_stationary[site] = key
+    return same
 
 
 def walks_free_axis(c: Call, out) -> bool:

@@ -65,6 +65,7 @@ class Report(BaseModel):
     free_elements_mean: float = 0.0  # mean elements per partition per compute instruction
     tiny_instr_count: int = 0  # compute instructions on <= 4 elements per partition
     tiny_walk_count: int = 0  # tiny instructions (compute or DMA) walking a wider tensor (dispatch.walks_free_axis)
+    tiny_any_count: int = 0  # instructions of any engine (DMAs too) on <= 4 elements per partition
     lines: tuple[LineStat, ...] = ()  # per kernel line, in source order
     sbuf_peak_bytes_per_partition: int
     sbuf_usable_bytes_per_partition: int
@@ -122,6 +123,7 @@ def build_report(st: State) -> Report:
         free_elements_mean=round(agg.free_sum / agg.compute_instr, 3) if agg.compute_instr else 0.0,
         tiny_instr_count=agg.tiny_instr,
         tiny_walk_count=agg.tiny_walks,
+        tiny_any_count=agg.tiny_any,
         lines=_line_stats(agg.lines),
         sbuf_peak_bytes_per_partition=st.sbuf_peak,
         sbuf_usable_bytes_per_partition=usable,

@@ -85,6 +85,7 @@ class State:
         self.psum_open: dict[int, list[int]] = {}  # allocation uid -> its range, while the allocation exists
         self.psum_closed = array("q")  # first, last, banks of freed allocations that were accessed: 24 bytes each
         self.instr_seq = 0
+        self.matmul_stationary: dict[tuple, tuple] = {}  # (file, line) -> the last tiny matmul's stationary (dispatch)
         self.redundant_bytes = 0
         self.pstart_views = False  # some view breaks the partition start rule (dispatch.partition_start)
         self.param_writes: dict[int, tuple[str | None, int]] = {}

@@ -82,6 +82,7 @@ class Aggregate:
     # tiny instructions (compute or DMA) that take a small piece of a tensor whose free extent is larger
     # (dispatch.walks_free_axis): per-element work by choice, not because the data is that small
     tiny_walks: int = 0
+    tiny_any: int = 0  # instructions of any engine (DMAs too) on <= TINY_FREE_ELEMENTS elements per partition
     dma_partition_sum: int = 0  # partitions moved, summed over DMAs (for bytes per partition)
     # (file, line) -> [engine of the first instruction, compute instructions, partition sum, min partitions,
     #                  free-elements sum, tiny instructions, DMAs, DMA bytes, redundant HBM bytes, DMA partitions]

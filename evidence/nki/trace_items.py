@@ -90,7 +90,10 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
         work = _tiny_work(report)
         said = {"walked": f"; {report.tiny_walk_count} tiny instruction(s) take a few elements of a wider tensor",
                 "data_bounded": "; every tiny instruction covers its tensors' narrowest free axis whole (the data "
-                                "is that small)"}.get(work, "")
+                                "is that small)" if not report.tiny_walk_count else
+                                f"; {report.tiny_walk_count} of the {report.tiny_any_count} tiny instructions (transfers "
+                                "included) take a few elements of a wider tensor, the rest are as wide as the data "
+                                "allows"}.get(work, "")
         use = fact("sim.partition_use", f"Engine fill: compute instructions use {report.partition_utilisation:.0%} "
                    f"of the 128 partitions and {report.free_elements_mean:.4g} elements per partition on average "
                    f"({elements:.4g} elements per instruction); {tiny:.0%} of {compute} are tiny (<= 4 elements "
@@ -103,13 +106,19 @@ def trace_fact_items(report: Report, kernel_file: str, analyzer: str, loc: Locat
     return items
 
 
+# Walks must be at least this share of the tiny instructions for per-element work to be what makes the kernel's
+# instructions tiny (a per-column loop is about half: its temporaries are narrow whole tiles)
+WALK_SHARE = 0.25
+
+
 def _tiny_work(report: Report) -> str:
-    """The rubric's question about tiny instructions: "walked" when some take a few elements of a wider
-    tensor (per-element loops, thread-per-lane work), "data_bounded" when all are as wide as the data
-    allows (a weights-stationary decode step streams its 4 tokens as the moving free size), "none"."""
+    """The rubric's question about tiny instructions: "walked" when per-element work by choice makes them tiny (at
+    least WALK_SHARE of the tiny instructions, transfers included, take a few elements of a wider tensor: per-element
+    loops, thread-per-lane work, column-by-column loads), "data_bounded" when the rest are as wide as the data allows
+    (a decode step's 4 tokens as the moving free size, beside a few per-head layout copies), "none"."""
     if not report.tiny_instr_count and not report.tiny_walk_count:
         return "none"
-    return "walked" if report.tiny_walk_count else "data_bounded"
+    return "walked" if report.tiny_walk_count >= WALK_SHARE * max(report.tiny_any_count, 1) else "data_bounded"
 
 
 def _small_transfer_lines(report: Report) -> tuple[int, int]:
