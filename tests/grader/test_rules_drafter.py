@@ -115,6 +115,11 @@ def test_small_transfers_cost_one_data_movement_point_when_the_trace_and_the_sou
                      labels={"dma_sizes": label} if label else {})
         scores[label] = draft(bundle(MATCHING, KERNEL_FACT, trace, sizes, small)).criterion("data_movement").score
     assert scores == {"pattern": 4, None: 3}  # level 4: one avoidable small-transfer pattern
+    # most bytes in small transfers: the trace's cap of 2 says it; the finding on those lines takes no extra point
+    mostly = sizes.model_copy(update={"labels": {"small_transfers": "mostly"}})
+    small = item("nki.small-dma:kernel.py:3", "nki.small-dma", "medium", line=3, labels={"dma_sizes": "mostly"})
+    c = draft(bundle(MATCHING, KERNEL_FACT, trace, mostly, small)).criterion("data_movement")
+    assert c.score == 2 and "nki.small-dma:kernel.py:3" not in c.rationale
 
 
 def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
