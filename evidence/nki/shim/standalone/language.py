@@ -36,17 +36,42 @@ class _NKIObjectType(type):
     """Keyword arguments that name a class attribute set it on the instance, also where the class's
     `@dataclass` has no such field: nki-library builds `@dataclass` NKIObjects whose attributes carry no
     annotation (`section_idx = None`) with `SectionParams(section_idx=0, ...)`, which the NKI compiler
-    accepts and CPython's generated `__init__` would refuse. Other keywords reach `__init__` unchanged."""
+    accepts and CPython's generated `__init__` would refuse. Other keywords reach `__init__` unchanged.
+
+    A generated `__init__` called without a field that has no default leaves that field unset instead of
+    refusing the call: nki-library's decode MLP builds its dimension record without one of the fields the
+    class declares, which the NKI compiler accepts; reading the field is then the kernel's own error where it
+    reads it. Neither rule is documented (a question for REFERENCE)."""
 
     def __call__(cls, *args, **kwargs):
-        extra = {}
+        extra, unset = {}, []
         if dataclasses.is_dataclass(cls) or cls.__init__ is object.__init__:
-            fields = {f.name for f in dataclasses.fields(cls) if f.init} if dataclasses.is_dataclass(cls) else set()
-            extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields and hasattr(cls, k)}
+            fields = [f for f in dataclasses.fields(cls) if f.init] if dataclasses.is_dataclass(cls) else []
+            names = {f.name for f in fields}
+            extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in names and hasattr(cls, k)}
+            if _generated_init(cls):
+                unset = [f.name for f in fields[len(args):] if f.name not in kwargs and _required(f)]
+                kwargs.update((name, _UNSET) for name in unset)
         obj = super().__call__(*args, **kwargs)
+        for name in unset:
+            if getattr(obj, name, None) is _UNSET:
+                delattr(obj, name)
         for key, value in extra.items():
             setattr(obj, key, value)
         return obj
+
+
+_UNSET = object()  # stands in for a field the constructor call left out, removed once the object exists
+
+
+def _generated_init(cls) -> bool:
+    """The class's `__init__` is the one `@dataclass` wrote (not the class's own)."""
+    code = getattr(cls.__init__, "__code__", None)
+    return code is not None and code.co_filename == "<string>" and cls.__init__.__qualname__.endswith("__init__")
+
+
+def _required(field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
 
 
 class NKIObject(metaclass=_NKIObjectType):
