@@ -28,7 +28,7 @@ class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
                  "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "zeros", "live",
-                 "placed", "__weakref__")
+                 "placed", "placement", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -76,6 +76,7 @@ class Alloc:
         self.lcov = None
         self.held = 0
         self.placed = None  # SBUF at an explicit `address=`: its byte span per partition (State.place_sbuf)
+        self.placement = None  # on-chip at an explicit `address=`: its bytes and writes (evidence.nki.placement)
         self.live = None  # PSUM: [first, last, banks] accessed (State.psum_range)
         if buffer in ONCHIP:
             per_part = dtypes.itemsize(dt)

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from evidence.nki import dtypes
+from evidence.nki import dtypes, placement
 from evidence.nki import state as _state
 from evidence.nki.access_pattern import UnaddressableView
 from evidence.nki.accumulation import COPY_OPS, is_addition
@@ -82,6 +82,8 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     same = p.get("same") if p else False  # `t[idx] += x` assigning t[idx] to itself touches no data
     if c.engine is not None:
         _record(st, op, c, written, st.redundant_bytes - redundant_before)
+        if st.placements:
+            placement.access(st, c, written)
         st.recorder.chains.write(written, c.ins, is_addition(c.op, p), c.op in COPY_OPS)
     elif c.out is not None:
         v = p.get("v") if p else None

@@ -79,6 +79,7 @@ class State:
         self.sbuf_peak = 0
         self.sbuf_spans: dict[tuple[int, int], int] = {}  # byte spans of live SBUF tensors placed by address
         self.sbuf_spanned = 0  # bytes per partition their union covers (counted in sbuf_live)
+        self.placements: dict = {}  # buffer -> live on-chip tensors placed by address (evidence.nki.placement)
         # PSUM tiles are live from their first to their last access by an instruction, as an allocator working
         # from the instruction stream sees them (Python keeps a tile it will never use again alive until the name
         # is rebound): one [first, last, banks] per PSUM allocation, positions counted by `instr_seq`
@@ -116,6 +117,22 @@ class State:
                 return kept[0]
             f = f.f_back
         return None, 0
+
+    def caller_in_other_file(self) -> tuple[str | None, int] | None:
+        """The innermost kernel-file frame outside the file of `where()`: who called a helper module's
+        function (an allocator creating a tensor for the kernel), or None."""
+        f = sys._getframe(1)
+        files = self.files
+        inner = None
+        while f is not None:
+            name = files.get(f.f_code.co_filename)
+            if name is not None:
+                if inner is None:
+                    inner = name
+                elif name != inner:
+                    return name, f.f_lineno
+            f = f.f_back
+        return None
 
     def in_kernel_top_level(self) -> bool:
         """True when the innermost kernel-file frame is a top-level kernel function (not a helper)."""

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from evidence.nki import dtypes
+from evidence.nki import dtypes, placement
 from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import IndexExpr
@@ -161,6 +161,8 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None, address=
             banks = _placed_banks(getattr(buffer, "place", None), shape, pdim, dt)
             if banks is None:
                 banks = _addressed_banks(address, shape, pdim, dt)
+        if address is not None:
+            placement.place(st, alloc, address, shape, pdim)
         pinned = st.pin_banks(banks) if banks is not None else None
         if pinned is not None and alloc.live is not None:
             alloc.live[2] = pinned
