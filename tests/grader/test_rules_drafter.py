@@ -132,6 +132,16 @@ def test_gross_error_caps_at_1_but_an_unwritten_region_alone_is_level_2():
     assert draft(bundle(unwritten, finding, KERNEL_FACT)).criterion("kernel_correctness").score == 2
 
 
+def test_tensors_placed_on_the_same_bytes_while_both_live_cap_correctness_at_3_although_the_output_matches():
+    # the simulator keeps the two tensors' values apart, so its output matches; on hardware the read sees the other
+    # tensor's data
+    overlap = item("sim.finding:overlapping_placement", "sim.finding", "high", labels={"code": "overlapping_placement"},
+                   line=4)
+    c = draft(bundle(MATCHING, KERNEL_FACT, overlap)).criterion("kernel_correctness")
+    assert c.score == 3, c.rationale
+    assert "sim.finding:overlapping_placement" in {x.evidence_id for x in c.citations}
+
+
 def test_penalties_accumulate_up_to_their_bound_and_cite_locations():
     dmas = [item(f"nki.small-dma:kernel.py:{n}", "nki.small-dma", "medium", line=n) for n in (10, 11, 12)]
     trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 10.0})
