@@ -144,6 +144,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     st.affine_reversed = affine_order == "reversed"  # "reversed": affine_range iterations last to first
     st.kernel_codes = {func.__code__}
     st.jit_depth = 1 if func is not kernel else 0
+    st.nested_shared_hbm_ok = _state.skips_nested_shared_hbm_check(kernel)
     st.dialect = func.__globals__.get("__nki_dialect__", BETA)  # set by load_kernel from the file's imports
     mutable = _mutable_params(func)
     names = list(inspect.signature(func).parameters)

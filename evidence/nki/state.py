@@ -59,6 +59,9 @@ class State:
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions
         self.jit_depth = 0  # nki.jit kernels running (the entry counts when it is one; see kernel.Kernel.__call__)
+        # a running kernel's decorator passes experimental_flags='skip-non-top-level-shared-hbm-check': its helpers
+        # and loops may create shared_hbm tensors (ops.create.allocate)
+        self.nested_shared_hbm_ok = False
         self._sites: dict = {}  # (id of a code object, instruction offset) -> ((kernel file, line), code): where()
         self.recorder = Recorder(keep_trace)
         self.findings: dict[tuple, Finding] = {}
@@ -276,6 +279,16 @@ class State:
     def free_onchip(self, buffer: str, amount: int) -> None:
         if buffer == "sbuf":
             self.sbuf_live -= amount
+
+
+SKIP_NESTED_SHARED_HBM = "skip-non-top-level-shared-hbm-check"
+
+
+def skips_nested_shared_hbm_check(kernel) -> bool:
+    """Whether a decorated kernel (`nki.jit(..., experimental_flags=...)`) switches off the compiler's check
+    that shared_hbm tensors are created at the kernel's top level (nki-library's dispatchers do)."""
+    flags = (getattr(kernel, "options", None) or {}).get("experimental_flags")
+    return isinstance(flags, str) and SKIP_NESTED_SHARED_HBM in flags
 
 
 _current: State | None = None

@@ -173,7 +173,7 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None, address=
             "err_hbm_tensor_with_init_value_not_supported", f"'{op}' cannot create an initialised {buf} tensor"
         )
     if buf == "shared_hbm":
-        if st.loops or not st.in_kernel_top_level():
+        if (st.loops or not st.in_kernel_top_level()) and not st.nested_shared_hbm_ok:
             raise st.error(
                 "err_shared_hbm_must_in_kernel_level",
                 "shared_hbm tensors must be created at the top level of the kernel, not in a loop or helper",

@@ -170,3 +170,51 @@ def test_two_psum_tiles_placed_on_one_bank_and_live_at_once_are_reported():
     mod = load_kernel(PSUM_SHARED_BANK, display="groups.py")
     assert [f.line for f in _placement_findings(simulate(mod.two_groups, a, b))] == [23]
     assert _placement_findings(simulate(mod.two_groups, a, b, early_copy=True)) == []
+
+
+# `experimental_flags='skip-non-top-level-shared-hbm-check'` on the decorator switches off the compiler's check
+# that shared_hbm tensors are created at the kernel's top level (nki-library's QKV dispatcher carries it, and its
+# decode QKV kernel creates its output in a helper). Without the flag the nested creation stays the error.
+NESTED_OUTPUT = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def _doubled(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(t, t, op0=nl.multiply, operand0=2.0)
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit(experimental_flags="skip-non-top-level-shared-hbm-check")
+def flagged(x):
+    return _doubled(x)
+
+
+@nki.jit
+def unflagged(x):
+    return _doubled(x)
+
+
+def wrapper(x):
+    return flagged(x)
+'''
+
+
+def test_the_skip_non_top_level_shared_hbm_flag_lets_a_helper_create_the_output():
+    from evidence.nki.errors import SimulationError
+
+    x = RNG.standard_normal((128, 16)).astype(np.float32)
+    mod = load_kernel(NESTED_OUTPUT, display="nested.py")
+    np.testing.assert_array_equal(simulate(mod.flagged, x).outputs[0], 2 * x)
+    np.testing.assert_array_equal(simulate(mod.wrapper, x).outputs[0], 2 * x)
+    try:
+        simulate(mod.unflagged, x)
+    except SimulationError as exc:
+        assert exc.code == "err_shared_hbm_must_in_kernel_level" and exc.line == 11, (exc.code, exc.line)
+    else:
+        raise AssertionError("a shared_hbm tensor created in a helper of an unflagged kernel ran")
