@@ -26,8 +26,9 @@ class SharedHbmNested(Rule):
 
     A kernel whose decorator passes `experimental_flags='...skip-non-top-level-shared-hbm-check...'` tells
     the compiler to skip exactly this check (the neuron-team decode attention creates a reduction buffer in a
-    helper that way): not flagged inside it, nor in the helper-module code such a kernel reaches
-    (option `caller_skips_shared_hbm_check`, set by `evidence.static.helper_modules`).
+    helper that way): not flagged inside it, in the helpers of its file that only such kernels reach, nor in
+    the helper-module code such a kernel reaches (option `caller_skips_shared_hbm_check`, set by
+    `evidence.static.helper_modules`).
 
     Helper modules of the submission are judged like helpers of the kernel file: a function
     reached there is a helper unless it is itself a decorated kernel (a library kernel behind a
@@ -46,6 +47,8 @@ class SharedHbmNested(Rule):
         _HEAD + "@nki.jit(experimental_flags='skip-non-top-level-shared-hbm-check')\ndef k(a):\n"
         "    def helper():\n        return nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
         "    return helper()\n",
+        _HEAD + "def helper(a):\n    return nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n\n\n"
+        "@nki.jit(experimental_flags='skip-non-top-level-shared-hbm-check')\ndef k(a):\n    return helper(a)\n",
         Valid(_HEAD + "@nki.jit\ndef k(a, training=True):\n    if training:\n"
               "        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n    else:\n"
               "        out = None\n    return out\n", inputs={"a": ((128, 64), "float32")}),
@@ -58,11 +61,19 @@ class SharedHbmNested(Rule):
         Invalid(_HEAD + "@nki.jit\ndef k(a):\n    with open('x') as f:\n"
                 "        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n", line=6),
         _HEAD + "def helper(a):\n    return nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n",
+        # reached from a flagged kernel and from an unflagged one: the unflagged one still fails to compile
+        Invalid(_HEAD + "def helper(a):\n    return nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n\n\n"
+                "@nki.jit(experimental_flags='skip-non-top-level-shared-hbm-check')\ndef k(a):\n    return helper(a)\n"
+                "\n\n@nki.jit\ndef k2(a):\n    return helper(a)\n", line=4),
     ]
 
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self._trace_ifs = [0]  # per function: enclosing `if`s decided while tracing
+        self._unflagged: set[str] | None = None  # top-level functions reached without passing a flagged kernel
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._unflagged = unflagged_reach(node, self.ctx.entry)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._trace_ifs.append(0)
@@ -89,13 +100,46 @@ class SharedHbmNested(Rule):
                         labels={"scope": "loop"})
         elif call.nested > self._trace_ifs[-1]:
             self.report(call.node, "shared_hbm tensor created inside a nested block", labels={"scope": "block"})
-        elif fn is not None and not fn.is_kernel:
+        elif fn is not None and not fn.is_kernel and (self._unflagged is None or fn.name in self._unflagged):
             self.report(call.node, f"shared_hbm tensor created in helper '{fn.name}'", labels={"scope": "helper"})
 
 
 SKIP_FLAG = "skip-non-top-level-shared-hbm-check"
 # the option under which a helper module learns that a kernel reaching it passes SKIP_FLAG
 CALLER_SKIPS = "caller_skips_shared_hbm_check"
+
+
+def unflagged_reach(module: cst.Module, entry: str | None) -> set[str] | None:
+    """The top-level functions of the file reached from the entry (or, with no entry, from its kernels)
+    without passing through a kernel that passes SKIP_FLAG: the compiler's check applies to them. None when
+    no kernel passes the flag (every helper is judged)."""
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    if not any(skips_check(d) for d in defs.values()):
+        return None
+    reads = {name: {n.value for n in _names(d)} for name, d in defs.items()}
+    if entry in defs:
+        todo = [entry]
+    else:
+        todo = [name for name, d in defs.items() if d.decorators and not skips_check(d)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs or skips_check(defs[name]):
+            continue
+        seen.add(name)
+        todo.extend(reads[name] & defs.keys())
+    return seen
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    node.visit(_Collect())
+    return found
 
 
 def skips_check(node: cst.FunctionDef) -> bool:
