@@ -77,9 +77,15 @@ def access(st, c, written) -> None:
     if p is None:
         return
     box = view_box(written, p)
-    if c.engine == "tensor" and written.alloc.buffer == "psum" and p.neighbours:
+    if p.neighbours and written.alloc.buffer == "psum" and _accumulates(c):
         _check_read(st, p, box, seq)  # a matmul adds onto what its PSUM destination holds
     _record_write(st, p, box, seq)
+
+
+def _accumulates(c) -> bool:
+    """A matmul that adds onto the values its PSUM destination holds (nki 0.3+ `accumulate` None or True;
+    False overwrites)."""
+    return c.engine == "tensor" and c.p is not None and "accumulate" in c.p and c.p["accumulate"] is not False
 
 
 def _record_write(st, p: Placement, box: Box, seq: int) -> None:

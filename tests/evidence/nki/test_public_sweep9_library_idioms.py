@@ -141,7 +141,7 @@ import nki.language as nl
 
 
 @nki.jit
-def two_groups(a, b, early_copy=False):
+def two_groups(a, b, early_copy=False, second=False):
     K, M = a.shape
     _, N = b.shape
     a_t = nl.ndarray((K, M), dtype=nl.float32, buffer=nl.sbuf)
@@ -155,6 +155,8 @@ def two_groups(a, b, early_copy=False):
     if early_copy:
         nisa.tensor_copy(res[:, 0:N], p0)
     nisa.nc_matmul(p1, a_t, b_t)
+    if second:  # p0 starts a second group over its old values: a fresh one (accumulate=False) reads none of them
+        nisa.nc_matmul(p0, a_t, b_t, accumulate=False)
     if not early_copy:
         nisa.tensor_copy(res[:, 0:N], p0)
     nisa.tensor_copy(res[:, N:2 * N], p1)
@@ -168,8 +170,11 @@ def test_two_psum_tiles_placed_on_one_bank_and_live_at_once_are_reported():
     a = RNG.standard_normal((128, 64)).astype(np.float32)
     b = RNG.standard_normal((128, 128)).astype(np.float32)
     mod = load_kernel(PSUM_SHARED_BANK, display="groups.py")
-    assert [f.line for f in _placement_findings(simulate(mod.two_groups, a, b))] == [23]
+    assert [f.line for f in _placement_findings(simulate(mod.two_groups, a, b))] == [25]
     assert _placement_findings(simulate(mod.two_groups, a, b, early_copy=True)) == []
+    # p0's values copied out, then p1's group, then a fresh group into p0 (accumulate=False reads nothing there):
+    # p1's copy at line 26 reads bytes p0 wrote over
+    assert [f.line for f in _placement_findings(simulate(mod.two_groups, a, b, early_copy=True, second=True))] == [26]
 
 
 # `experimental_flags='skip-non-top-level-shared-hbm-check'` on the decorator switches off the compiler's check
