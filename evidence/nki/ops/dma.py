@@ -8,11 +8,12 @@ import numpy as np
 from evidence.nki import dtypes
 from evidence.nki.alloc import HBM_KINDS
 from evidence.nki.dispatch import Call
+from evidence.nki.indexing import full_mask
 from evidence.nki.ops.base import (
     Op, check_partitions, cost_dma, f32, fresh, lead_align, op_mask, resolve_dtype, resolve_op, set_result, table,
     tile,
 )
-from evidence.nki.ops.memory import ANY, fit, same_view, track_load
+from evidence.nki.ops.memory import ANY, fit, oob_skip, same_view, track_load
 from evidence.nki.tensor import Tensor
 
 def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **_):
@@ -23,12 +24,13 @@ def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oo
     c = Call("nisa.dma_copy", "dma")
     c.mask = op_mask(st, mask)
     fit(st, None, src.shape, dst.shape, "dma_copy")
+    c.p["src_mask"], c.mask = _skip_out_of_range(st, src, dst, c.mask, oob_mode)
     c.ins, c.out = [src], dst
     c.p["rmw"] = dst_rmw_op
     # a copy of a region onto itself (the `dma_copy(dst=out, src=out)` write fence) moves no values
     c.p["same"] = dst_rmw_op is None and same_view(src, dst)
     if src.alloc.buffer in HBM_KINDS:
-        track_load(st, src, c.mask)
+        track_load(st, src, c.p["src_mask"])
     if dst.alloc.param >= 0 and dst.alloc.param not in st.param_writes:
         st.param_writes[dst.alloc.param] = st.where()
     if st.trace_only:
@@ -36,11 +38,26 @@ def check_dma_copy(st, *args, dst=None, src=None, mask=None, dst_rmw_op=None, oo
     return c
 
 
+def _skip_out_of_range(st, src: Tensor, dst: Tensor, mask, mode):
+    """`oob_mode=oob_mode.skip`: the elements of an indirect source or destination whose run-time index falls
+    outside its tensor are not moved, and the destination keeps its contents there (REFERENCE §3.4), as
+    `nl.load`/`nl.store(mode=...)` do (`oob_skip`). Returns the masks of the read and of the write."""
+    read = oob_skip(st, src, mask, mode) if src.adv is not None else mask
+    write = read
+    if read is not mask and tuple(src.shape) != tuple(dst.shape):
+        write = fit(st, full_mask(read, src.shape), src.shape, dst.shape, "dma_copy")
+    if dst.adv is not None:
+        write = oob_skip(st, dst, write, mode)
+        if write is not read:  # a skipped destination element needs no source element either
+            read = write if tuple(src.shape) == tuple(dst.shape) else read
+    return read, write
+
+
 def exec_dma_copy(st, c: Call) -> None:
     src, dst = c.ins[0], c.out
     if c.p["same"]:
         return
-    arr = fit(st, src.read(c.mask), src.shape, dst.shape, "dma_copy")
+    arr = fit(st, src.read(c.p["src_mask"]), src.shape, dst.shape, "dma_copy")
     if c.p["rmw"] is not None:
         arr = f32(dst, c.mask) + dtypes.to_f32(arr)
     dst.write(arr, c.mask, accumulate=c.p["rmw"] is not None)
