@@ -11,6 +11,7 @@ modules, which build `Call` plans, and below `tensor`, whose operators dispatch 
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -49,6 +50,23 @@ class Call:
         self.elements = 0
 
 
+def _argument_error(st, name: str, check, args: tuple, exc: TypeError) -> SimulationError:
+    """A call whose arguments do not fit the API's signature (positional arguments to a keyword-only
+    `nisa` instruction, a missing or unknown keyword), told as the kernel's error at its line with the
+    signature the simulator implements, rather than as a crash inside the simulator."""
+    params = list(inspect.signature(check).parameters.values())[1:]  # the first is the run state
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    shown = ", ".join(("*, " if p.kind is p.KEYWORD_ONLY and i == len(positional) else "") + p.name
+                      + ("" if p.default is p.empty else "=...") for i, p in enumerate(params)
+                      if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    if len(args) > len(positional):
+        why = (f"takes {len(positional)} positional argument(s) but {len(args)} were given"
+               + (" (its arguments are keyword-only)" if not positional else ""))
+    else:
+        why = str(exc).split("() ", 1)[-1]
+    return st.error("err_invalid_arguments", f"'{name}' {why}; it takes ({shown})")
+
+
 def call(name: str, args: tuple, kwargs: dict, into=None):
     """Run op `name`. With `into` (a destination tile, the nki 0.3+ dst-first form), the op's fresh
     result is written there (`Tensor.receive`) and the call returns nothing."""
@@ -69,7 +87,12 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         if isinstance(a, UnaddressableView):  # an out-of-bounds `.ap()` view is an error where it is used
             raise a.error()
     redundant_before = st.redundant_bytes
-    c = op.check(st, *args, **kwargs)
+    try:
+        c = op.check(st, *args, **kwargs)
+    except TypeError as exc:
+        if exc.__traceback__.tb_next is None:  # the arguments did not bind: the kernel's call, not the simulator
+            raise _argument_error(st, name, op.check, args, exc) from None
+        raise
     if into is not None:
         into.check_destination(c)  # a tile method (tensor sits above this module)
         c.into, c.result = into, None

@@ -82,3 +82,39 @@ def test_dma_copy_without_skip_still_reports_the_access():
     table = RNG.standard_normal((200, 32)).astype(np.float32)
     with pytest.raises(Exception, match="err_tensor_access_out_of_bound"):
         simulate(mod.gather_rows, table, _indices(200))
+
+
+# A keyword-only `nisa` instruction called with positional arguments (an nki-samples variant passes `data, op0,
+# operand0` to `tensor_scalar_reduce` so): the documented beta signature is `(*, data, op0, ...)`, so the call is
+# the kernel's error at its line, naming the signature; it read as a crash "raised in simulator code".
+POSITIONAL_REDUCE = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def row_max_plus_one(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    m = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    y = nisa.tensor_scalar_reduce(t, np.add, 1.0, reduce_op=np.max, reduce_res=m)  # <- call
+    nl.store(out, value=m)
+    return out
+'''
+
+
+def test_positional_arguments_to_keyword_only_instruction_are_the_kernels_error():
+    mod = load_kernel(POSITIONAL_REDUCE, display="positional.py")
+    x = RNG.standard_normal((128, 64)).astype(np.float32)
+    with pytest.raises(Exception) as info:
+        simulate(mod.row_max_plus_one, x)
+    msg = str(info.value)
+    line = next(i for i, s in enumerate(POSITIONAL_REDUCE.splitlines(), 1) if s.endswith("# <- call"))
+    assert f"positional.py:{line}: err_invalid_arguments" in msg
+    assert "3 were given" in msg and "(*, data, op0, operand0, reduce_op, reduce_res" in msg
+    assert "simulator code" not in msg
+    fixed = POSITIONAL_REDUCE.replace("(t, np.add, 1.0,", "(data=t, op0=np.add, operand0=1.0,")
+    sim = simulate(load_kernel(fixed, display="keywords.py").row_max_plus_one, x)
+    np.testing.assert_allclose(sim.outputs[0][:, 0], x.max(axis=1) + 1.0, rtol=1e-6)
