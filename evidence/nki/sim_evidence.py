@@ -215,6 +215,9 @@ class SimEvidence:
                   + (" (atol scaled by the reference RMS)" if task.atol is None else "")
                   + (f"; {c.unwritten_count} elements never written" if c.unwritten_count else "")
                   + (f" ({special} where the reference is finite)" if special else "")
+                  + (f"; {c.coded_count} NaN/Inf codes in the last-axis positions where the reference itself holds "
+                     "NaN/Inf codes (bytes of another dtype packed into the output), compared as codes"
+                     if c.coded_count else "")
                   + f"; over the finite elements{' it wrote' if c.unwritten_count else ''}: rel L2 {c.rel_l2:.3g}"
                   + (f" (above the bound {c.rel_l2_bound:.3g})" if c.shape_ok and c.rel_l2_exceeded else "")
                   + f", max abs {c.max_abs_err:.3g}")
