@@ -109,7 +109,7 @@ def view(arr: np.ndarray, p: Plan, grid: tuple[int, ...]) -> np.ndarray:
             g, s = steps[0]
             stop = start + s * grid[g]
             key.append(slice(start, stop if stop >= 0 else None, s))
-        return arr[tuple(key)].reshape(grid)
+        return arr[(*key, Ellipsis)].reshape(grid)  # Ellipsis: an all-integer key stays a view (`cut_key`)
     start = arr[tuple(s for s, _ in p) + (Ellipsis,)]
     strides = [0] * len(grid)
     for (_, steps), axis_stride in zip(p, arr.strides):
@@ -227,7 +227,9 @@ def cut_key(rc: Recipe, starts) -> tuple | None:
         else:
             stop = start + sl[0] * sl[1]
             key.append(slice(start, stop if stop >= 0 else None, sl[0]))
-    return tuple(key)
+    # the trailing Ellipsis keeps an all-integer key (every index a one-element arange) a view: numpy returns a
+    # copied scalar for `arr[0, 0]`, so a write through it was lost
+    return (*key, Ellipsis)
 
 
 def cut(arr: np.ndarray, rc: Recipe, starts, key: tuple | None = None) -> np.ndarray:
