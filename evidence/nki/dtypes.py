@@ -154,7 +154,9 @@ def cast(a: np.ndarray, dt: object) -> np.ndarray:
         return a
     if d.kind in "iu" and a.dtype.kind == "f":
         info = np.iinfo(d)
-        a = np.clip(np.rint(np.asarray(a, np.float32)), info.min, info.max)
+        # clipped in float64: the bounds of 32-bit integers are not fp32 numbers (2**31 - 1 rounds up to 2**31,
+        # which the integer cast then wraps to INT32_MIN, and uint32's bound to 0)
+        a = np.clip(np.rint(np.asarray(a, np.float32)).astype(np.float64), info.min, info.max)
     return a.astype(d)
 
 
