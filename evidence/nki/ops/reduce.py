@@ -289,16 +289,32 @@ def check_find_index8(st, *, data, vals, dtype=None, mask=None, **_):
 
 
 def _first_matches(d: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Per partition, the index of the first element equal to each value (distinct positions)."""
-    idx = np.zeros(v.shape, dtype=np.int64)
+    """Per partition, the index of the first element equal to each value (distinct positions); -1 where a
+    value does not occur."""
+    idx = np.full(v.shape, -1, dtype=np.int64)
     for p in range(d.shape[0]):
         taken = np.zeros(d.shape[1], bool)
         for j in range(v.shape[1]):
             hits = np.flatnonzero((d[p] == v[p, j]) & ~taken)
-            idx[p, j] = hits[0] if hits.size else 0
             if hits.size:
+                idx[p, j] = hits[0]
                 taken[hits[0]] = True
     return idx
+
+
+def _not_found(st, idx: np.ndarray, out_dtype) -> np.ndarray:
+    """Values absent from the data: the docs call the index undefined; kernels that rely on it (the neuron-team
+    MoE index kernels reduce with `min` over quadrants) read the all-ones index, UINT32_MAX. The simulation
+    gives that index and a low finding that the result is undocumented."""
+    missing = idx < 0
+    if not missing.any():
+        return idx
+    d = np.dtype(dtypes.storage(out_dtype))
+    st.finding("find_index8_value_not_found",
+               f"nc_find_index8: {int(missing.sum())} of the {idx.size} values searched for do not occur in their "
+               "partition's data; the documented result is undefined for them (simulated as the all-ones index, "
+               "the UINT32_MAX kernels relying on it expect)", "low")
+    return np.where(missing, np.iinfo(d).max if d.kind in "iu" else -1, idx)
 
 
 def exec_find_index8(st, c: Call) -> None:
@@ -307,7 +323,10 @@ def exec_find_index8(st, c: Call) -> None:
     d = f32(x, None if rows is None else np.broadcast_to(rows, (x.shape[0], free_size(x.shape))).reshape(x.shape))
     vals = c.ins[1]
     v = f32(vals, None if rows is None else np.broadcast_to(rows, (vals.shape[0], 8)).reshape(vals.shape))
-    set_result(c.out, _first_matches(d.reshape(x.shape[0], -1), v.reshape(x.shape[0], 8)), rows)
+    idx = _first_matches(d.reshape(x.shape[0], -1), v.reshape(x.shape[0], 8))
+    if rows is not None:
+        idx[~np.asarray(rows).reshape(-1)] = 0  # partitions the mask leaves out are not searched
+    set_result(c.out, _not_found(st, idx, c.out.dtype), rows)
 
 
 def check_match_replace8(st, *, data, vals, imm, dst_idx=None, dtype=None, mask=None, **_):
@@ -330,11 +349,15 @@ def exec_match_replace8(st, c: Call) -> None:
     d = f32(data, dm).reshape(data.shape[0], -1).copy()
     vm = None if rows is None else np.broadcast_to(rows, (vals.shape[0], 8)).reshape(vals.shape)
     idx = _first_matches(d, f32(vals, vm).reshape(d.shape[0], 8))
-    np.put_along_axis(d, idx, np.float32(c.p["imm"]), axis=1)
+    p, j = np.nonzero(idx >= 0)  # a value that does not occur replaces nothing
+    d[p, idx[p, j]] = np.float32(c.p["imm"])
     set_result(c.out, d.reshape(data.shape), dm)
     dst = c.p["dst_idx"]
     if dst is not None:
-        dst.write(idx.reshape(dst.shape), None if rows is None else np.broadcast_to(rows, (dst.shape[0], 8)).reshape(dst.shape))
+        if rows is not None:
+            idx[~np.asarray(rows).reshape(-1)] = 0
+        dst.write(_not_found(st, idx, dst.dtype).reshape(dst.shape),
+                  None if rows is None else np.broadcast_to(rows, (dst.shape[0], 8)).reshape(dst.shape))
 
 
 _TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*=\s*[\w.]*loop_reduce\(")

@@ -118,3 +118,97 @@ def test_positional_arguments_to_keyword_only_instruction_are_the_kernels_error(
     fixed = POSITIONAL_REDUCE.replace("(t, np.add, 1.0,", "(data=t, op0=np.add, operand0=1.0,")
     sim = simulate(load_kernel(fixed, display="keywords.py").row_max_plus_one, x)
     np.testing.assert_allclose(sim.outputs[0][:, 0], x.max(axis=1) + 1.0, rtol=1e-6)
+
+
+# One row per SPMD instance (a count per row, rows sharded over two instances): the destination is addressed with
+# one-element index grids, `dst[nl.arange(1)[:, None] + row, nl.arange(1)[None, :]]`. The view of such a subscript
+# was a copied scalar, so the write was lost and the output read as never written (a false high finding).
+ONE_ROW_COUNTS = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def row_counts(x):
+    rows, cols = x.shape
+    per = rows // nl.num_programs(0)
+    first = per * nl.program_id(0)
+    out = nl.ndarray((rows,), dtype=nl.int32, buffer=nl.shared_hbm)
+    i_r = nl.arange(per)[:, None]
+    t = nl.load(x[first + i_r, nl.arange(cols)[None, :]])
+    n = nisa.tensor_reduce(nl.add, t, axis=[1])
+    col = out.reshape((rows, 1))
+    nisa.dma_copy(dst=col[first + i_r, nl.arange(1)[None, :]], src=n)
+    return out
+'''
+
+
+@pytest.mark.parametrize("rows,grid", [(1, (1,)), (2, (2,)), (4, (2,))])
+def test_writes_through_one_element_index_grids_reach_the_tensor(rows, grid):
+    mod = load_kernel(ONE_ROW_COUNTS, display="one_row.py")
+    x = (RNG.random((rows, 256)) < 0.3).astype(np.float32)
+    sim = simulate(mod.row_counts, x, grid=grid)
+    np.testing.assert_array_equal(sim.outputs[0], x.sum(axis=1).astype(np.int32))
+    assert not sim.report.findings
+
+
+# The engines compute in fp32 and cast results to integer dtypes with saturation. The bounds of 32-bit integers are
+# not fp32 numbers, and the clip was in fp32: 3e9 cast to int32 gave INT32_MIN, and UINT32_MAX + 64 cast to uint32
+# gave 0 (the neuron-team index kernel adds quadrant offsets to "not found" indices and reduces with min).
+SATURATING_CAST = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def offset_indices(idx, off, big):
+    out = nl.ndarray(idx.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
+    out2 = nl.ndarray(big.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    r = nisa.tensor_scalar(nl.load(idx), nl.add, nl.load(off), dtype=nl.uint32)
+    nl.store(out, value=r)
+    nl.store(out2, value=nisa.tensor_copy(nl.load(big), dtype=nl.int32))
+    return out, out2
+'''
+
+
+def test_float_to_integer_results_saturate_at_32_bit_bounds():
+    mod = load_kernel(SATURATING_CAST, display="saturate.py")
+    idx = np.full((128, 8), np.iinfo(np.uint32).max, np.uint32)
+    idx[:, 0] = 5
+    off = np.full((128, 1), 64.0, np.float32)
+    big = np.array([[3e9, -3e9, 1e3, 2.5]] * 128, np.float32)
+    out, out2 = simulate(mod.offset_indices, idx, off, big).outputs
+    assert (out[:, 0] == 69).all() and (out[:, 1:] == np.iinfo(np.uint32).max).all()
+    assert (out2 == np.array([2**31 - 1, -2**31, 1000, 2], np.int32)).all()
+
+
+# `nc_find_index8` for values absent from the data: the docs call the result undefined; kernels relying on it
+# expect the all-ones index. It read 0 (a valid index, silently); it is UINT32_MAX now, with a low finding.
+FIND_MISSING = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def positions(data, vals):
+    out = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.nc_find_index8(data=nl.load(data), vals=nl.load(vals)))
+    return out
+'''
+
+
+def test_find_index8_of_absent_values_is_all_ones_and_a_finding():
+    mod = load_kernel(FIND_MISSING, display="find.py")
+    data = np.tile(np.arange(64, dtype=np.float32), (128, 1))
+    vals = np.tile(np.array([3, 5, 70, 7, 80, 0, 63, 90], np.float32), (128, 1))
+    sim = simulate(mod.positions, data, vals)
+    want = np.array([3, 5, 2**32 - 1, 7, 2**32 - 1, 0, 63, 2**32 - 1], np.uint32)
+    assert (sim.outputs[0] == want).all()
+    (f,) = [f for f in sim.report.findings if f.code == "find_index8_value_not_found"]
+    assert f.severity == "low" and "384 of the 1024 values" in f.message
