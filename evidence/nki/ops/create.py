@@ -280,6 +280,10 @@ def exec_memset(st, c: Call) -> None:
 
 def check_iota(st, expr, dtype=dtypes.int32, *, mask=None, **_):
     arr = expr.a if isinstance(expr, IndexExpr) else np.asarray(expr)
+    if arr.ndim == 0:
+        # a scalar affine expression (`nisa.iota(nl.program_id(1), ...)`, vLLM's paged attention materialising its
+        # head id to offset block tables) evaluates to one value: a [1, 1] tile
+        arr = arr.reshape(1, 1)
     if arr.ndim < 2:
         raise st.error("err_1d_arange_not_supported", "iota needs a 2-D index expression ([:, None] / [None, :])")
     shape = np.broadcast_shapes(arr.shape)

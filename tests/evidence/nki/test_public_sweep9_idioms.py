@@ -212,3 +212,31 @@ def test_find_index8_of_absent_values_is_all_ones_and_a_finding():
     assert (sim.outputs[0] == want).all()
     (f,) = [f for f in sim.report.findings if f.code == "find_index8_value_not_found"]
     assert f.severity == "low" and "384 of the 1024 values" in f.message
+
+
+# `nisa.iota` of a scalar affine expression (the SPMD program id): vLLM's paged attention materialises its KV head id
+# this way to offset each block-table entry (`block * n_heads + head`). It was err_1d_arange_not_supported.
+HEAD_OFFSETS = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def flat_rows(blocks, n_heads):
+    out = nl.ndarray((n_heads, 128, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    head = nl.program_id(axis=0)
+    h = nisa.iota(head, dtype=nl.int32).reshape((1, 1))
+    col = nl.transpose(h.broadcast_to((1, 128)))
+    ids = nl.load(blocks)
+    nl.store(out[head], value=nl.add(nl.multiply(ids, n_heads), col))
+    return out
+'''
+
+
+def test_iota_of_the_program_id_is_a_one_element_tile():
+    mod = load_kernel(HEAD_OFFSETS, display="heads.py")
+    blocks = RNG.integers(0, 50, (128, 1)).astype(np.int32)
+    sim = simulate(mod.flat_rows, blocks, 3, grid=(3,))
+    np.testing.assert_array_equal(sim.outputs[0], np.stack([blocks * 3 + h for h in range(3)]))
