@@ -140,19 +140,21 @@ class ThreadEmulation(Rule):
                 return view
         return None
 
-    def _walks_rows(self, call: CallInfo) -> bool:
-        """Does a loop move the row (partition-axis) index of the DMA's HBM side?"""
+    def _row_loops(self, call: CallInfo) -> set | None:
+        """The loops that move the row (partition-axis) index of the DMA's HBM side (None: not visible). A loop
+        that only moves the columns, such as one spreading the quarters of one row over four partition
+        quadrants, walks no rows."""
         dst, src = call.arg(0, "dst"), call.arg(1, "src")
         side = {"nl.store": dst, "nisa.dma_copy": None}.get(call.name, call.arg(0, "src"))
         if call.name == "nisa.dma_copy":
             side = next((n for n in (call.arg(None, "src") or src, call.arg(None, "dst") or dst)
                          if isinstance(n, cst.Subscript)), None)
         if not isinstance(side, cst.Subscript) or not side.slice:
-            return True  # not visible: keep the finding
+            return None  # not visible: keep the finding
         base = self.ctx.value(side.value)
         if isinstance(base, Tensor) and base.shape and base.shape[0] == 1:
-            return False
-        return bool(self.ctx.deps(side.slice[0].slice)[0] & {lp.id for lp in call.loops})
+            return set()
+        return self.ctx.deps(side.slice[0].slice)[0] & {lp.id for lp in call.loops}
 
     # -- hooks ------------------------------------------------------------------------------
     def on_call(self, call: CallInfo) -> None:
@@ -168,11 +170,13 @@ class ThreadEmulation(Rule):
             t = v if hasattr(v, "partitions") else None
         if t is None or t.partitions != 1:
             return
-        if call.name in DMA_CALLS and not self._walks_rows(call):
+        rows = self._row_loops(call) if call.name in DMA_CALLS else None
+        if rows is not None and not rows:
             return  # a row of a one-row tensor, walked along its free axis: the data has no more rows
         if call.name not in DMA_CALLS and not self._on_walked_rows(call):
             return  # a one-row result (a column sum, a statistic row): its shape, not a thread
-        moving = [lp for lp in call.loops if lp.id in call.deps]
+        # a DMA belongs to the innermost loop that moves its row: one stepping only its columns walks no rows
+        moving = [lp for lp in call.loops if lp.id in call.deps and (rows is None or lp.id in rows)]
         if not moving:  # the same row in every iteration (a [1, N] vector to broadcast): not one row per step
             return
         if call.name in DMA_CALLS:
