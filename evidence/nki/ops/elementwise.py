@@ -419,19 +419,27 @@ def _accumulate_job(st, t: Tensor, o: Tensor) -> bool:
 
 
 def check_tensor_copy_predicated(st, *, src, dst, predicate, reverse_pred=False, mask=None, dtype=None, **_):
-    src = tile(st, src, "tensor_copy_predicated", "src")
     dst = tile(st, dst, "tensor_copy_predicated", "dst")
     pred = tile(st, predicate, "tensor_copy_predicated", "predicate")
     c = Call("nisa.tensor_copy_predicated", "vector")
+    if isinstance(src, (int, float, np.number)) and not isinstance(src, bool):
+        # the documented scalar source, copied where the predicate holds (NxDI's chunked-prefill attention masks its
+        # PSUM scores with `src=-9984.0, reverse_pred=True`); only its kind must match dst's dtype
+        if isinstance(src, (float, np.floating)) and not dtypes.is_float(dst.dtype):
+            raise st.error("err_invalid_operand", f"'tensor_copy_predicated' copies the float {src} into the "
+                           f"{dtypes.name(dst.dtype)} dst; a float source needs a float dst")
+        c.p["scalar"] = src
+        c.ins = [pred]
+    else:
+        c.ins = [tile(st, src, "tensor_copy_predicated", "src"), pred]
     c.mask = op_mask(st, mask)
-    c.ins = [src, pred]
     c.out = dst
     c.p["rev"] = reverse_pred
     return c
 
 
 def exec_tensor_copy_predicated(st, c: Call) -> None:
-    src, pred = c.ins
+    src, pred = (None, *c.ins) if "scalar" in c.p else c.ins
     dst = c.out
     nd = len(dst.shape)
     p = np.broadcast_to(lead_align(pred.read() != 0, nd), dst.shape)
@@ -439,7 +447,10 @@ def exec_tensor_copy_predicated(st, c: Call) -> None:
         p = ~p
     if c.mask is not None:
         p = p & full_mask(c.mask, dst.shape)
-    sv = src.read(p if src.shape == dst.shape else None)  # only the copied elements are read
+    if src is None:
+        sv = np.asarray(c.p["scalar"], dtype=np.float32 if dtypes.is_float(dst.dtype) else np.int64)
+    else:
+        sv = src.read(p if src.shape == dst.shape else None)  # only the copied elements are read
     dst.write(np.broadcast_to(lead_align(sv, nd), dst.shape), p)
 
 

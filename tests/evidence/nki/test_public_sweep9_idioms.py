@@ -240,3 +240,38 @@ def test_iota_of_the_program_id_is_a_one_element_tile():
     blocks = RNG.integers(0, 50, (128, 1)).astype(np.int32)
     sim = simulate(mod.flat_rows, blocks, 3, grid=(3,))
     np.testing.assert_array_equal(sim.outputs[0], np.stack([blocks * 3 + h for h in range(3)]))
+
+
+# `tensor_copy_predicated` with a scalar source, the documented form NxDI's chunked-prefill attention masks its
+# PSUM scores with (`src=-9984.0, reverse_pred=True`: the constant where the mask is 0). It was
+# err_invalid_operand "expects a tile for 'src'".
+MASKED_SCORES = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def masked_scores(q, k, keep):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    s[...] = nl.matmul(nl.load(q), nl.load(k), transpose_x=True)
+    nisa.tensor_copy_predicated(src=-9984.0, dst=s, predicate=nl.load(keep), reverse_pred=True)
+    nl.store(out, value=nl.copy(s))
+    return out
+'''
+
+
+def test_tensor_copy_predicated_copies_a_scalar_source():
+    mod = load_kernel(MASKED_SCORES, display="masked.py")
+    q = RNG.standard_normal((64, 128)).astype(np.float32)
+    k = RNG.standard_normal((64, 512)).astype(np.float32)
+    keep = (RNG.random((128, 512)) < 0.6).astype(np.uint8)
+    sim = simulate(mod.masked_scores, q, k, keep)
+    want = np.where(keep > 0, q.T @ k, -9984.0)
+    np.testing.assert_allclose(sim.outputs[0], want, rtol=1e-5, atol=1e-4)
+    bad = MASKED_SCORES.replace("dtype=nl.float32, buffer=nl.psum)", "dtype=nl.int32, buffer=nl.sbuf)").replace(
+        "s[...] = nl.matmul(nl.load(q), nl.load(k), transpose_x=True)", "s[...] = 0")
+    with pytest.raises(Exception, match="a float source needs a float dst"):
+        simulate(load_kernel(bad, display="int_dst.py").masked_scores, q, k, keep)
