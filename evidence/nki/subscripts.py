@@ -100,6 +100,19 @@ def _basic_key(key: tuple) -> tuple | None:
     return tuple(out)
 
 
+def _dynamic_offset(t: Tensor, k: Tensor, axis: int | None) -> int:
+    """The index a one-element index tile holds (0 while only tracing), checked against axis `axis` of `t`: a
+    dynamic offset past the end is a run-time fault on hardware (REFERENCE §2), an error here."""
+    st = t.alloc.state
+    if st.trace_only:
+        return 0
+    i = int(undefined.index_values(k).reshape(-1)[0])
+    if axis is not None and axis < len(t.shape) and not 0 <= i < t.shape[axis]:
+        raise st.error("err_tensor_access_out_of_bound",
+                       f"dynamic index {i} (a value of {k!r}) exceeds dimension size {t.shape[axis]} (axis {axis})")
+    return i
+
+
 def _keep_dtype(t: Tensor, v: Tensor) -> Tensor:
     """A view cut from a dtype view (`scales.view(nl.float8_e4m3)[...]`) keeps that dtype, not the allocation's."""
     if t.dtype is not t.alloc.dtype:
@@ -125,6 +138,11 @@ def index_general(t: Tensor, key: tuple) -> Tensor:
                 )
             adv = True
             comps.append(k.a)
+        elif isinstance(k, type(t)) and k.size == 1 and any(isinstance(o, slice) or o is Ellipsis for o in key):
+            # one run-time value beside slices (`m_buffer[:, q_idx]`, q_idx an element of a loaded tile, as NxDI's
+            # chunked-prefill attention selects its query tile): a dynamic offset that picks one index on that axis
+            indirect = True
+            comps.append(_dynamic_offset(t, k, None if Ellipsis in comps else len(comps)))
         elif isinstance(k, type(t)):
             adv = indirect = True
             comps.append(undefined.index_values(k) if not t.alloc.state.trace_only else np.zeros(k.shape, np.int64))

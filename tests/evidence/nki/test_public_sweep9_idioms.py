@@ -275,3 +275,45 @@ def test_tensor_copy_predicated_copies_a_scalar_source():
         "s[...] = nl.matmul(nl.load(q), nl.load(k), transpose_x=True)", "s[...] = 0")
     with pytest.raises(Exception, match="a float source needs a float dst"):
         simulate(load_kernel(bad, display="int_dst.py").masked_scores, q, k, keep)
+
+
+# One element of a loaded index tile beside slices, `state[:, slot]`: a dynamic offset that selects one index on
+# that axis (NxDI's chunked-prefill attention picks the query tile each scheduled KV tile updates this way). It was
+# err_unsupported_mixing_basic_advanced_tensor_indexing; a slot past the axis is a run-time fault, reported.
+SLOT_UPDATES = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def add_to_slots(state, slots, rows):
+    p, n_slots, f = state.shape
+    n = rows.shape[0]
+    out = nl.ndarray((p, n_slots, f), dtype=state.dtype, buffer=nl.shared_hbm)
+    acc = nl.ndarray((p, n_slots, f), dtype=state.dtype, buffer=nl.hbm)
+    for s in nl.affine_range(n_slots):
+        nl.store(acc[:, s], value=nl.load(state[:, s]))
+    ids = nl.load(slots.reshape((1, n)), dtype=nl.int32)
+    for t in nl.sequential_range(n):
+        slot = ids[0, t]
+        cur = nl.load(acc[:, slot])
+        nl.store(acc[:, slot], value=nl.add(cur, nl.load(rows[t])))
+    for s in nl.affine_range(n_slots):
+        nl.store(out[:, s], value=nl.load(acc[:, s]))
+    return out
+'''
+
+
+def test_one_element_of_an_index_tile_is_a_dynamic_offset():
+    mod = load_kernel(SLOT_UPDATES, display="slots.py")
+    state = RNG.standard_normal((128, 3, 16)).astype(np.float32)
+    rows = RNG.standard_normal((5, 128, 16)).astype(np.float32)
+    slots = np.array([2, 0, 2, 1, 2], np.int32)
+    sim = simulate(mod.add_to_slots, state, slots, rows)
+    want = state.copy()
+    for t, s in enumerate(slots):
+        want[:, s] += rows[t]
+    np.testing.assert_allclose(sim.outputs[0], want, rtol=1e-6)
+    with pytest.raises(Exception, match="dynamic index 3 .* exceeds dimension size 3"):
+        simulate(mod.add_to_slots, state, np.array([0, 3, 1, 1, 1], np.int32), rows)
