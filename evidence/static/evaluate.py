@@ -233,6 +233,7 @@ class Evaluator:
         pdim = t.pdim
         dropped = 0
         gone: list[int] = []  # where dropped (non-block) axes were, to restore a tile's rank
+        on_partitions: set[int] = set()  # dims taken by a partition-placed index (`nl.arange(n)[:, None]`, mgrid axis 0)
         for n_el, e in enumerate(elems):
             s = e.slice
             full = src[pos] if src is not None and pos < len(src) else None
@@ -257,6 +258,8 @@ class Evaluator:
             else:
                 v = self.ev(s.value)
                 if isinstance(v, Index):
+                    if v.axis == 0:
+                        on_partitions.add(len(dims))
                     dims.append(v.size)
                 elif isinstance(v, MultiIndex):
                     dims.extend(v.sizes)
@@ -278,7 +281,9 @@ class Evaluator:
         for at in gone:  # e.g. x[i, :] -> [1, F] and idx[i_p, 0] -> [P, 1]: a tile keeps rank 2
             if len(dims) >= 2 or (src is not None and len(src) < 2):
                 break
-            dims.insert(min(at, len(dims)), 1)
+            # an index placed on the partitions stays there (`table[j, i_p, 0]` of an unknown-layout table is
+            # [P, 1], the 128 rows an indirect load gathers, not one row of P elements)
+            dims.insert(len(dims) if dims and 0 in on_partitions else min(at, len(dims)), 1)
         new_pdim = max(0, pdim - dropped) if len(dims) > pdim - dropped else 0
         return Tensor(tuple(dims), t.dtype, t.buffer, "view", t.name, new_pdim, t.mutable)
 

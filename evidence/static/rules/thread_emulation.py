@@ -210,8 +210,11 @@ class ThreadEmulation(Rule):
         what = "one element" if elems == 1 else "one partition"
         if first.function is not None:
             self._loop_reported.add(id(first.function))
+        known = all(lp.trip for lp in calls[0].loops)  # a loop of unknown trip count counts as 1 in `trips`
+        runs = f"{trips} iterations" if known else (f"at least {trips} iterations" if trips > 1 else
+                                                     "iterations of a loop of unknown trip count")
         self.report((first.start, first.end),
-                    f"loop at line {loop.start} processes {what} per instruction ({len(calls)} calls, {trips} iterations)",
+                    f"loop at line {loop.start} processes {what} per instruction ({len(calls)} calls, {runs})",
                     metrics={"trip_count": trips, "tile_partitions": 1, "tile_elements": elems, "n_ops": len(calls),
                              "loop_line": loop.start}, labels={"pattern": "loop"})
 
