@@ -22,6 +22,7 @@ from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
 from evidence.static.helper_args import call_arguments, top_level_defaults, top_level_params
+from evidence.static.helper_classes import Instance, ObjectModel, annotation_class
 from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.param_bindings import bind_params
@@ -72,6 +73,8 @@ class Analysis:
     entry: str | None = None
     seconds: float = 0.0  # wall time of the whole analysis (parse included when analyze parsed)
     imported_calls: dict[str, list[dict[str, object]]] = field(default_factory=dict)  # see Engine.imported
+    # the arguments of calls this file makes to methods of other files, by (module, `Cls.meth`)
+    method_calls: dict[tuple[str, str], list[dict[str, object]]] = field(default_factory=dict)
 
 
 class Engine(cst.CSTVisitor):
@@ -94,6 +97,11 @@ class Engine(cst.CSTVisitor):
         # the arguments of every in-scope call (`helper_modules`)
         self.imported: dict[str, tuple[tuple[str, ...], dict[str, cst.BaseExpression]]] = {}
         self.imported_calls: dict[str, list[dict[str, object]]] = {}
+        # calls through objects of the submission's classes (`helper_classes`): None when not followed;
+        # a call to a method of this file is recorded as a helper call (`Cls.meth`), others here
+        self.objects: ObjectModel | None = None
+        self.method_calls: dict[tuple[str, str], list[dict[str, object]]] = {}
+        self._classes: list[str] = []  # the top-level class being walked
         self.param_hints = param_hints or {}
         self.positions = positions
         self.scope = scope or Scope()
@@ -230,7 +238,8 @@ class Engine(cst.CSTVisitor):
                 return True
         elif self._skip is not None:
             return True
-        elif cls is cst.ClassDef and self.scope.skip_classes and not self.function_stack:
+        elif (cls is cst.ClassDef and self.scope.skip_classes and not self.function_stack
+              and node.name.value not in self.scope.walked_classes):
             self._skip = node
             return True
         # a node inside a dead branch lies within its parent's lines, recorded already
@@ -311,15 +320,47 @@ class Engine(cst.CSTVisitor):
         self.functions.append(fn)
         self.function_stack.append(fn)
         outermost = not self._inputs_bound and len(self.function_stack) == 1
+        owner = self._classes[-1] if self._classes and len(self.function_stack) == 1 else None
+        key = f"{owner}.{fn.name}" if owner is not None and self.objects is not None else fn.name
         scope, took_inputs = bind_params(fn, params, self.inputs, self.entry, self.param_hints, self.value,
-                                         self.ev.api_name, outermost)
+                                         self.ev.api_name, outermost, key)
         self._inputs_bound = self._inputs_bound or took_inputs
+        if self.objects is not None:
+            self._bind_objects(node, scope, owner)
         self.scopes.append(scope)
         self.nesting.append(0)
         self._saved_loops = getattr(self, "_saved_loops", [])
         self._saved_loops.append(self.loop_stack)
         self.loop_stack = []
         return True
+
+    def _bind_objects(self, node: cst.FunctionDef, scope: dict[str, Binding], owner: str | None) -> None:
+        """A method's receiver is the object its calls agree on, else one of its own class; a parameter
+        the calls leave unknown but annotated with a submission class is an object of that class."""
+        p = node.params
+        positional = [*p.posonly_params, *p.params]
+        if owner is not None and positional and not any(
+                isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators):
+            first = positional[0].name.value
+            if not isinstance(scope[first].value, Instance):
+                classmethod = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
+                                  for d in node.decorators)
+                scope[first] = Binding(None if classmethod else Instance((self.file, owner)), names=frozenset({first}))
+        for q in (*positional, *p.kwonly_params):
+            name = q.name.value
+            if q.annotation is not None and scope.get(name) is not None and scope[name].value is None:
+                cls = annotation_class(q.annotation.annotation, self.objects.classes)
+                if cls is not None:
+                    scope[name] = Binding(Instance(cls), names=frozenset({name}))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        # a class body binds names in its own namespace, never in the module's
+        self._classes.append(node.name.value if not self.function_stack else "")
+        self.scopes.append({})
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+        self.scopes.pop()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.function_stack.pop()
@@ -457,11 +498,12 @@ class Engine(cst.CSTVisitor):
                 and not self.branches.disabled()):
             self.helper_calls.setdefault(node.func.value, []).append(call_arguments(
                 node, self.helpers[node.func.value], self.value, self.helper_defaults.get(node.func.value)))
-        elif self.imported and self.function_stack and not self.branches.disabled():
+        elif self.imported and self.function_stack and not self.branches.disabled() and _call_key(node.func) in self.imported:
             key = _call_key(node.func)
-            if key in self.imported:
-                params, defaults = self.imported[key]
-                self.imported_calls.setdefault(key, []).append(call_arguments(node, params, self.value, defaults))
+            params, defaults = self.imported[key]
+            self.imported_calls.setdefault(key, []).append(call_arguments(node, params, self.value, defaults))
+        elif self.objects is not None and self.function_stack and not self.branches.disabled():
+            self._method_call(node)
         name = self.ev.api_name(node.func)
         if name is None or not name.startswith(("nl.", "nisa.", "nki.", "ncc.")):
             return
@@ -484,6 +526,37 @@ class Engine(cst.CSTVisitor):
         for loop in self.loop_stack:
             loop.calls.append(info)
         self._emit("on_call", info)
+
+
+    def _method_call(self, node: cst.Call) -> None:
+        """Record the arguments of a call through an object (`mgr.alloc(...)`), of a method named through
+        its class (`Tiles.plan(...)`) or of a constructor (`Mgr(...)` runs `__init__` on a new object)."""
+        func, receiver, through_class = node.func, None, False
+        if isinstance(func, cst.Name) and func.value in self.objects.classes and func.value not in self.ev.records:
+            cls, name, receiver = self.objects.classes[func.value], "__init__", Instance(self.objects.classes[func.value])
+        elif isinstance(func, cst.Attribute):
+            owner = self.value(func.value)
+            if isinstance(owner, Instance):
+                cls, name, receiver = owner.cls, func.attr.value, owner
+            elif isinstance(func.value, cst.Name) and func.value.value in self.objects.classes:
+                cls, name, through_class = self.objects.classes[func.value.value], func.attr.value, True
+            else:
+                return
+        else:
+            return
+        ref = self.objects.method(cls, name)
+        if ref is None:
+            return
+        params = ref.params
+        if through_class and ref.receiver is not None and ref.kind == "instance":
+            params = (ref.receiver, *params)  # `Cls.meth(obj, ...)` passes the receiver itself
+        args = call_arguments(node, params, self.value, ref.defaults)
+        if receiver is not None and ref.receiver is not None:
+            args[ref.receiver] = receiver
+        if ref.module == self.file:
+            self.helper_calls.setdefault(ref.qualname, []).append(args)
+        else:
+            self.method_calls.setdefault((ref.module, ref.qualname), []).append(args)
 
 
 class _ExactEngine(Engine):
@@ -557,6 +630,7 @@ def analyze(
     callers: dict[str, list[dict[str, object]]] | None = None,
     takes_inputs: bool = True,
     records: dict[str, RecordClass] | None = None,
+    objects: ObjectModel | None = None,
 ) -> Analysis:
     """Run the facts pass and every rule that judges this file's dialect, in one traversal.
 
@@ -586,6 +660,8 @@ def analyze(
         engine.scan_wrappers(wrapper.module)
         engine._inputs_bound = not takes_inputs  # a helper module's functions never take the task's inputs
         engine.ev.records = dict(records or {})
+        engine.objects = objects
+        engine.ev.classes = objects.classes if objects is not None else {}
         return engine
 
     for _ in range(3):  # a helper's own calls are known once its parameters are: nested helpers need more walks
@@ -606,7 +682,7 @@ def analyze(
     findings = [f for r in engine.rules if r.id not in engine._dead for f in r.findings]
     findings.sort(key=lambda f: (f.start, f.rule))
     return Analysis(file, dialect, source.count("\n") + 1, engine.functions, findings, engine.failures, engine.timings,
-                    engine.skipped, entry, time.perf_counter() - t0, engine.imported_calls)
+                    engine.skipped, entry, time.perf_counter() - t0, engine.imported_calls, engine.method_calls)
 
 
 def bindings_from(inputs: Iterable[object]) -> list[InputBinding]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from evidence.static.conditions import decide
+from evidence.static.helper_classes import Instance
 from evidence.static.records import Record, RecordClass
 from evidence.static.shapes import (
     _DTYPE_ALIASES, ALLOC_CALLS, ARANGE_GRID, ITEMSIZE, LOAD_CALLS, REDUCE_CALLS, SYM, TILE_SIZE, Binding, Dtype, Grid,
@@ -41,6 +42,8 @@ class Evaluator:
         self.standalone = standalone
         # the submission's dataclasses by the name this file calls them (`evidence.static.records`)
         self.records: dict[str, RecordClass] = {}
+        # the submission's classes by the name this file uses: a constructor call makes an `Instance`
+        self.classes: dict[str, tuple[str, str]] = {}
         self.memo: dict[int, tuple[object, frozenset[int], frozenset[str]]] = {}
         self._deps: set[int] = set()
         self._names: set[str] = set()
@@ -309,6 +312,8 @@ class Evaluator:
                 return _tensor_method(owner, node.func.attr.value, pos, kw)
         if isinstance(node.func, cst.Name) and node.func.value in self.records:  # by the name the file uses
             return self.records[node.func.value].make(pos, kw)
+        if isinstance(node.func, cst.Name) and node.func.value in self.classes:
+            return Instance(self.classes[node.func.value])
         if name is None:
             return None
         if name in _FOLD_CALLS:

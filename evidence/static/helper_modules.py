@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from evidence.static.engine import Analysis, StaticAnalysisError, analyze, parse
 from evidence.static.helper_args import top_level_defaults, top_level_params
+from evidence.static.helper_classes import ClassTable, ObjectModel, method_signatures
 from evidence.static.model import InputBinding
 from evidence.static.records import mutated_fields, record_classes
 from evidence.static.rules.shared_hbm_nested import CALLER_SKIPS, skips_check
@@ -50,15 +51,22 @@ def resolve(importer: str, module: str | None, level: int, files: Sequence[str],
     return None
 
 
-def imports(tree: ast.Module, path: str, files: Sequence[str], home: str) -> tuple[dict[str, Target], dict[str, str]]:
+def imports(tree: ast.Module, path: str, files: Sequence[str], home: str,
+            trees: dict[str, ast.Module] | None = None) -> tuple[dict[str, Target], dict[str, str]]:
     """({local name: (module, function)} of names imported from helper modules,
-    {local name: module} of helper modules imported whole)."""
+    {local name: module} of helper modules imported whole). Imports inside functions count (a name
+    a function imports is read only there, and a kernel file rarely binds it twice); `from m import *`
+    imports the names `m` exports (`__all__`, else its public top-level names; `trees` gives them)."""
     names: dict[str, Target] = {}
     mods: dict[str, str] = {}
-    for stmt in tree.body:
+    for stmt in ast.walk(tree):
         if isinstance(stmt, ast.ImportFrom):
             target = resolve(path, stmt.module, stmt.level, files, home)
             for alias in stmt.names:
+                if alias.name == "*":
+                    if target is not None and trees is not None:
+                        names.update({n: (target, n) for n in exported(target, trees, files, home)})
+                    continue
                 local = alias.asname or alias.name
                 sub = resolve(path, ((stmt.module + ".") if stmt.module else "") + alias.name, stmt.level, files, home)
                 if sub is not None:  # `from . import m`: a module
@@ -73,12 +81,44 @@ def imports(tree: ast.Module, path: str, files: Sequence[str], home: str) -> tup
     return names, mods
 
 
+def exported(path: str, trees: dict[str, ast.Module], files: Sequence[str], home: str,
+             seen: frozenset[str] = frozenset()) -> list[str]:
+    """The names `from <path> import *` binds: its `__all__` when a literal list, else the public names
+    its top level binds (definitions, assignments, imports, and what its own star imports bring)."""
+    tree = trees.get(path)
+    if tree is None or path in seen:
+        return []
+    found: list[str] = []
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple))):
+            return [e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                found.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name == "*" and isinstance(stmt, ast.ImportFrom):
+                    target = resolve(path, stmt.module, stmt.level, files, home)
+                    if target is not None:
+                        found.extend(exported(target, trees, files, home, seen | {path}))
+                else:
+                    found.append((alias.asname or alias.name).split(".")[0])
+    return [n for n in dict.fromkeys(found) if not n.startswith("_")]
+
+
 def _bound(tree: ast.Module) -> dict[str, tuple[ast.AST, int | None]]:
     """Top-level name -> (its last definition, def line of a function or None for an alias)."""
     bound: dict[str, tuple[ast.AST, int | None]] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             bound[stmt.name] = (stmt, stmt.lineno)
+        elif isinstance(stmt, ast.ClassDef):  # its methods, by `Cls.meth` (no Python name reads as that)
+            for item in stmt.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    bound[f"{stmt.name}.{item.name}"] = (item, item.lineno)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 if isinstance(t, ast.Name):
@@ -86,10 +126,11 @@ def _bound(tree: ast.Module) -> dict[str, tuple[ast.AST, int | None]]:
     return bound
 
 
-def reach(tree: ast.Module, roots: set[str], names: dict[str, Target],
-          mods: dict[str, str]) -> tuple[frozenset[int], set[str], set[Target]]:
-    """(def lines of the file's top-level functions reached from `roots`, the function names reached,
-    the helper-module functions they read)."""
+def reach(tree: ast.Module, roots: set[str], names: dict[str, Target], mods: dict[str, str],
+          classes: ClassTable | None = None, path: str = "") -> tuple[frozenset[int], set[str], set[Target]]:
+    """(def lines of the file's top-level functions and methods reached from `roots`, the names reached
+    (`Cls.meth` for a method), the helper-module functions and methods they read). With `classes`, the
+    methods called through objects of known class are followed (`helper_classes`)."""
     bound = _bound(tree)
     lines: set[int] = set()
     reached: set[str] = set()
@@ -114,13 +155,28 @@ def reach(tree: ast.Module, roots: set[str], names: dict[str, Target],
                 todo.append(n.id)
             elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in mods:
                 out.add((mods[n.value.id], n.attr))
+        if classes is not None and line is not None:
+            owner = (path, name.partition(".")[0]) if "." in name else None
+            for module, method in classes.targets(path, node, owner):
+                if module == path:
+                    todo.append(method)
+                else:
+                    out.add((module, method))
     return frozenset(lines), reached, out
 
 
 def _scope(tree: ast.Module, lines: frozenset[int]) -> Scope:
-    top = frozenset(s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    """The reached functions and methods of a helper module; a class none of whose methods is reached is not walked."""
+    top = {s.lineno for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    walked = set()
+    for c in tree.body:
+        if isinstance(c, ast.ClassDef):
+            methods = {m.lineno for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            top |= methods
+            if methods & lines:
+                walked.add(c.name)
     guards = frozenset(s.lineno for s in tree.body if isinstance(s, ast.If) and is_main_guard(s.test))
-    return Scope(lines, guards, top, skip_classes=True)
+    return Scope(lines, guards, frozenset(top), skip_classes=True, walked_classes=frozenset(walked))
 
 
 def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[str], entry: str | None,
@@ -139,7 +195,8 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             continue
     if kernel_file not in trees:
         return analyze(files[kernel_file], file=kernel_file, inputs=inputs, entry=entry, options=options), []
-    table = {p: imports(trees[p], p, paths, home) for p in trees}
+    table = {p: imports(trees[p], p, paths, home, trees) for p in trees}
+    classes = ClassTable(trees, lambda path, name: _origin((path, name), table))
     # reach, module by module, from the entry: {module: function names reached}, {file: callees}
     callees: dict[str, set[Target]] = {}
     roots = {entry} if entry is not None and entry in _bound(trees[kernel_file]) else {
@@ -153,7 +210,7 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
         if not names and path in reached:
             continue
         asked.setdefault(path, set()).update(names)
-        lines, _, out = reach(trees[path], names, *table[path])
+        lines, _, out = reach(trees[path], names, *table[path], classes, path)
         reached[path] = reached.get(path, frozenset()) | lines
         callees.setdefault(path, set()).update(out)
         for mod, fn in out:
@@ -169,15 +226,16 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
                 raise
     order = [p for p in order if p in parsed]
     signatures = {p: (top_level_params(parsed[p]), top_level_defaults(parsed[p])) for p in order}
+    methods = {k: v for p in order for k, v in method_signatures(p, parsed[p]).items()}
     mutated = mutated_fields(trees.values())
-    classes = {p: record_classes(trees[p], mutated) for p in order}
+    records_of = {p: record_classes(trees[p], mutated) for p in order}
     calls: dict[str, dict[str, list[dict[str, object]]]] = {}
     skipping: set[str] = set()  # files reached from a kernel whose decorator skips the nested shared_hbm check
     results: list[Analysis] = []
     first: Analysis | None = None
     for path in order:
         names, mods = table[path]
-        names = {local: _defined(target, table, signatures, classes) for local, target in names.items()}
+        names = {local: _defined(target, table, signatures, records_of) for local, target in names.items()}
         imported = {}
         for local, (mod, fn) in names.items():
             if mod in signatures and fn in signatures[mod][0]:
@@ -186,16 +244,18 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             if mod in signatures:
                 for fn, params in signatures[mod][0].items():
                     imported[f"{local}.{fn}"] = (params, signatures[mod][1].get(fn, {}))
-        records = dict(classes[path])
-        records.update({local: classes[mod][cls] for local, (mod, cls) in names.items() if cls in classes.get(mod, {})})
+        records = dict(records_of[path])
+        records.update({local: records_of[mod][cls] for local, (mod, cls) in names.items()
+                        if cls in records_of.get(mod, {})})
+        objects = ObjectModel(path, classes, methods)
         if path == kernel_file:
             a = first = analyze(files[path], file=path, inputs=inputs, entry=entry, options=options, imported=imported,
-                                module=parsed[path], records=records)
+                                module=parsed[path], records=records, objects=objects)
         else:
             opts = {**(options or {}), CALLER_SKIPS: True} if path in skipping else options
             a = analyze(files[path], file=path, inputs=inputs, entry=None, module=parsed[path], options=opts,
                         scope=_scope(trees[path], reached[path]), imported=imported, callers=calls.get(path),
-                        takes_inputs=False, records=records)
+                        takes_inputs=False, records=records, objects=objects)
             results.append(a)
         for key, sites in a.imported_calls.items():
             module, _, fn = key.partition(".")
@@ -204,6 +264,10 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
                 calls.setdefault(target[0], {}).setdefault(target[1], []).extend(sites)
                 if path in skipping or any(f.is_kernel and skips_check(f.node) for f in a.functions):
                     skipping.add(target[0])
+        for (module, method), sites in a.method_calls.items():
+            calls.setdefault(module, {}).setdefault(method, []).extend(sites)
+            if path in skipping or any(f.is_kernel and skips_check(f.node) for f in a.functions):
+                skipping.add(module)
     assert first is not None
     return first, results
 
@@ -216,6 +280,16 @@ def _defined(target: Target, table, signatures, classes) -> Target:
         if name in signatures.get(mod, ({}, {}))[0] or name in classes.get(mod, {}) or mod not in table:
             break
         nxt = table[mod][0].get(name)
+        if nxt is None:
+            break
+        target = nxt
+    return target
+
+
+def _origin(target: Target, table) -> Target:
+    """The (module, name) an import finally names, through modules re-exporting it."""
+    for _ in range(8):
+        nxt = table.get(target[0], ({}, {}))[0].get(target[1])
         if nxt is None:
             break
         target = nxt

@@ -22,9 +22,11 @@ from evidence.static.shapes import Binding, Tensor
 def bind_params(fn: FunctionInfo, params: list[cst.Param], inputs: Sequence[InputBinding], entry: str | None,
                 hints: dict[str, dict[str, object]], value: Callable[[cst.CSTNode], object],
                 api_name: Callable[[cst.BaseExpression], str | None],
-                outermost: bool) -> tuple[dict[str, Binding], bool]:
+                outermost: bool, key: str | None = None) -> tuple[dict[str, Binding], bool]:
     """(scope of `fn`'s parameters, whether it took the task's inputs). `outermost`: no function
-    encloses `fn` and no earlier one took the inputs."""
+    encloses `fn` and no earlier one took the inputs; `key`: the name its calls are recorded by
+    (`Cls.meth` for a method of a class whose calls are followed), `fn.name` by default."""
+    key = key or fn.name
     by_name = {i.name: i for i in inputs}
     param_names = {q.name.value for q in params}
     match_by_name = bool(by_name.keys() & param_names)
@@ -35,7 +37,7 @@ def bind_params(fn: FunctionInfo, params: list[cst.Param], inputs: Sequence[Inpu
     else:
         use_inputs = fn.is_kernel or match_by_name
     # A kernel the file itself calls (`@nki.jit(mode='trace')` helpers) takes what its calls pass.
-    called = fn.is_kernel and fn.name != entry and fn.name in hints
+    called = fn.is_kernel and fn.name != entry and key in hints
     tiles = tile_params(fn.node, fn.params, api_name) if called else frozenset()
     scope: dict[str, Binding] = {}
     for i, p in enumerate(params):
@@ -56,7 +58,7 @@ def bind_params(fn: FunctionInfo, params: list[cst.Param], inputs: Sequence[Inpu
         elif spec is not None:
             scope[name] = Binding(Tensor(tuple(spec.shape), spec.dtype, "hbm", "input", name, 0, name in fn.mutable_params))
         elif called:
-            hint = hints[fn.name].get(name)
+            hint = hints[key].get(name)
             if hint is None and name in tiles:  # the calls do not say, the body uses it as a tile
                 hint = Tensor(None, None, None, "view", name, 0, name in fn.mutable_params)
             elif isinstance(hint, Tensor) and name in fn.mutable_params and not hint.mutable:
@@ -71,5 +73,5 @@ def bind_params(fn: FunctionInfo, params: list[cst.Param], inputs: Sequence[Inpu
         elif fn.is_kernel:
             scope[name] = Binding(Tensor(None, None, "hbm", "input", name, 0, name in fn.mutable_params))
         else:  # a helper: what every caller passes, when a previous walk saw the calls
-            scope[name] = Binding(hints.get(fn.name, {}).get(name), names=frozenset({name}))
+            scope[name] = Binding(hints.get(key, {}).get(name), names=frozenset({name}))
     return scope, use_inputs

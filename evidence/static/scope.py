@@ -26,8 +26,10 @@ class Scope:
     def_lines: frozenset[int] | None = None
     main_guards: frozenset[int] = frozenset()
     top_level: frozenset[int] = frozenset()  # def lines of every top-level function
-    # a helper module's classes are not followed (methods called through objects are not resolved): not walked
+    # a helper module's classes are walked only for the methods the entry reaches (`walked_classes`; the
+    # def lines of their methods are in `top_level`, of the reached ones in `def_lines`)
     skip_classes: bool = False
+    walked_classes: frozenset[str] = frozenset()
 
     def includes(self, def_line: int) -> bool:
         """Whether the function defined at `def_line` is analysed (nested ones follow their parent)."""

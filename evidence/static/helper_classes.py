@@ -1,0 +1,240 @@
+"""Calls through objects of the submission's own classes: which method a call reaches.
+
+Library kernels keep state in objects of classes from their helper modules (an SBUF allocator whose
+`alloc_stack` issues the `nl.ndarray`, a tiler calling `self.load(...)`), so part of the NKI work sits
+in methods reached as `mgr.alloc_stack(...)`. A name's class is known statically when the name is
+bound by a constructor call (`mgr = SbufManager(...)`, every binding of it in the function agreeing),
+annotated (`mgr: SbufManager`, `Optional[SbufManager]`, `"SbufManager"`), or is a method's first
+parameter (`self`, `cls`); `C.method(...)` names its class itself. The method is looked up in the
+class, then depth first in its bases (classes of the submission only). Anything else (an attribute
+holding an object, a container of objects, a class outside the submission) stays unresolved.
+
+`ClassTable` answers this for the reach pass (CPython `ast`: which methods the entry reaches);
+`ObjectModel` for the engine's walk of one file (libcst: the method a call site reaches and its
+signature, so the call's arguments are recorded like those of a helper function). An object is an
+`Instance` value while the file is walked: its class only, nothing of its state.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+# (module path, name): a class, or a function/method (`Cls.meth` for a method)
+Target = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An object of a submission class, as the static walk knows it: its class only."""
+
+    cls: Target
+
+
+def method_kind(decorators: list[str]) -> str:
+    """'static', 'class' or 'instance' from a method's decorator names."""
+    if "staticmethod" in decorators:
+        return "static"
+    return "class" if "classmethod" in decorators else "instance"
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    out = []
+    for d in node.decorator_list:
+        d = d.func if isinstance(d, ast.Call) else d
+        out.append(d.attr if isinstance(d, ast.Attribute) else d.id if isinstance(d, ast.Name) else "")
+    return out
+
+
+@dataclass
+class ClassInfo:
+    key: Target
+    bases: tuple[ast.expr, ...]
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+
+
+class ClassTable:
+    """The top-level classes of the submission's files and the names each file knows them by.
+
+    `local(path)` maps a name to a class: the file's own classes and names it imports that resolve to
+    one (`resolve_name(path, name)` -> (module, name) the import finally names, or None)."""
+
+    def __init__(self, trees: dict[str, ast.Module], resolve_name: Callable[[str, str], Target | None]) -> None:
+        self.classes: dict[Target, ClassInfo] = {}
+        for path, tree in trees.items():
+            for stmt in tree.body:
+                if isinstance(stmt, ast.ClassDef):
+                    methods = {s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                    self.classes[(path, stmt.name)] = ClassInfo((path, stmt.name), tuple(stmt.bases), methods)
+        self._trees = trees
+        self._resolve_name = resolve_name
+        self._local: dict[str, dict[str, Target]] = {}
+
+    def local(self, path: str) -> dict[str, Target]:
+        if path not in self._local:
+            names: dict[str, Target] = {}
+            for stmt in ast.walk(self._trees[path]):
+                if isinstance(stmt, ast.ImportFrom):
+                    for alias in stmt.names:
+                        target = self._resolve_name(path, alias.asname or alias.name)
+                        if target in self.classes:
+                            names[alias.asname or alias.name] = target
+            names.update({name: key for key in self.classes for name in [key[1]] if key[0] == path})
+            self._local[path] = names
+        return self._local[path]
+
+    def class_of(self, path: str, node: ast.expr | None) -> Target | None:
+        """The class an expression (an annotation, a constructor's callee) names in file `path`."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "SbufManager"
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(node, ast.Subscript):  # Optional[C]
+            inner = node.slice
+            name = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+            return self.class_of(path, inner) if name == "Optional" else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # C | None
+            sides = [s for s in (node.left, node.right) if not (isinstance(s, ast.Constant) and s.value is None)]
+            return self.class_of(path, sides[0]) if len(sides) == 1 else None
+        if isinstance(node, ast.Name):
+            return self.local(path).get(node.id)
+        return None
+
+    def lookup(self, cls: Target, method: str) -> Target | None:
+        """(module, `Cls.method`) of the definition `method` finds in `cls` or, depth first, its bases."""
+        seen: set[Target] = set()
+        todo = [cls]
+        while todo:
+            key = todo.pop(0)
+            if key in seen or key not in self.classes:
+                continue
+            seen.add(key)
+            info = self.classes[key]
+            if method in info.methods:
+                return key[0], f"{key[1]}.{method}"
+            todo[:0] = [b for b in (self.class_of(key[0], base) for base in info.bases) if b is not None]
+        return None
+
+    def method_node(self, target: Target) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        cls, _, name = target[1].partition(".")
+        info = self.classes.get((target[0], cls))
+        return info.methods.get(name) if info else None
+
+    def targets(self, path: str, fn: ast.AST, owner: Target | None) -> set[Target]:
+        """The methods a function (or a method of `owner`) calls through objects whose class is known."""
+        # every binding of a name in the function: the class it makes, or None (unknown)
+        bindings: dict[str, set[Target | None]] = {}
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+            for p in params:
+                bindings[p.arg] = {self.class_of(path, p.annotation)}
+            if owner is not None and params and method_kind(_decorator_names(fn)) != "static":
+                bindings[params[0].arg] = {owner}
+        for n in ast.walk(fn):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                made = self.class_of(path, n.value.func) if isinstance(n.value, ast.Call) else None
+                if made is None and isinstance(n, ast.AnnAssign):
+                    made = self.class_of(path, n.annotation)
+                for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                    if isinstance(t, ast.Name):
+                        bindings.setdefault(t.id, set()).add(made)
+                    else:  # names a tuple target unpacks (`a.x = ...` and `a[i] = ...` rebind nothing)
+                        for inner in _unpacked(t):
+                            bindings.setdefault(inner, set()).add(None)
+        types = {name: next(iter(made)) for name, made in bindings.items() if len(made) == 1 and None not in made}
+        found: set[Target] = set()
+        for n in ast.walk(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            if (c := self.class_of(path, n.func)) is not None:  # a constructor runs __init__
+                for special in ("__init__", "__post_init__"):
+                    if (t := self.lookup(c, special)) is not None:
+                        found.add(t)
+            elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                receiver = n.func.value.id
+                c = types.get(receiver) or self.local(path).get(receiver)
+                if c is not None and (t := self.lookup(c, n.func.attr)) is not None:
+                    found.add(t)
+        return found
+
+
+def _unpacked(target: ast.expr) -> list[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for el in target.elts for n in _unpacked(el)]
+    if isinstance(target, ast.Starred):
+        return _unpacked(target.value)
+    return [target.id] if isinstance(target, ast.Name) else []
+
+
+@dataclass(frozen=True)
+class MethodRef:
+    """A method a call reaches: where it is defined, its parameters (after the receiver's) and defaults."""
+
+    module: str
+    qualname: str  # `Cls.meth`
+    receiver: str | None  # the parameter the object is bound to (`self`), None for a static method
+    kind: str  # method_kind
+    params: tuple[str, ...]
+    defaults: dict[str, cst.BaseExpression]
+
+
+class ObjectModel:
+    """What the engine needs to follow calls through objects while it walks `file`: the classes by the
+    names this file uses, and the method a call reaches with its signature."""
+
+    def __init__(self, file: str, table: ClassTable, signatures: dict[Target, MethodRef]) -> None:
+        self.file = file
+        self.classes = table.local(file)
+        self._table = table
+        self._signatures = signatures
+
+    def method(self, cls: Target, name: str) -> MethodRef | None:
+        target = self._table.lookup(cls, name)
+        return self._signatures.get(target) if target is not None else None
+
+
+def annotation_class(node: cst.BaseExpression, classes: dict[str, Target]) -> Target | None:
+    """The class an annotation names (`C`, `Optional[C]`, `C | None`, `"C"`), from the file's `classes`."""
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return classes.get(text) if isinstance(text, str) and text.isidentifier() else None
+    if isinstance(node, cst.Subscript) and isinstance(node.value, (cst.Name, cst.Attribute)) and len(node.slice) == 1:
+        outer = node.value.value if isinstance(node.value, cst.Name) else node.value.attr.value
+        inner = node.slice[0].slice
+        return annotation_class(inner.value, classes) if outer == "Optional" and isinstance(inner, cst.Index) else None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        sides = [s for s in (node.left, node.right) if not (isinstance(s, cst.Name) and s.value == "None")]
+        return annotation_class(sides[0], classes) if len(sides) == 1 else None
+    return classes.get(node.value) if isinstance(node, cst.Name) else None
+
+
+def method_signatures(path: str, module: cst.Module) -> dict[Target, MethodRef]:
+    """{(path, `Cls.meth`): signature} of the methods of the module's top-level classes."""
+    out: dict[Target, MethodRef] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.ClassDef):
+            continue
+        for item in stmt.body.body:
+            if not isinstance(item, cst.FunctionDef):
+                continue
+            decorators = [(d.decorator.value if isinstance(d.decorator, cst.Name) else
+                           d.decorator.attr.value if isinstance(d.decorator, cst.Attribute) else "")
+                          for d in item.decorators]
+            p = item.params
+            params = [x for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+            receiver, kind = None, method_kind(decorators)
+            if kind != "static" and params and params[0] in (*p.posonly_params, *p.params):
+                receiver = params[0].name.value
+                params = params[1:]
+            qual = f"{stmt.name.value}.{item.name.value}"
+            out[(path, qual)] = MethodRef(path, qual, receiver, kind, tuple(x.name.value for x in params),
+                                          {x.name.value: x.default for x in params if x.default is not None})
+    return out
+
+
+__all__ = ["ClassTable", "Instance", "MethodRef", "ObjectModel", "Target", "annotation_class", "method_kind",
+           "method_signatures"]
