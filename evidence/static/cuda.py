@@ -27,6 +27,8 @@ BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
+# cub's cooperative reductions and scans (BlockLoad/BlockStore move data, they combine nothing)
+_CUB_COLLECTIVE = re.compile(r"\s*(?:::)?cub::((?:Block|Warp)(?:Reduce|Scan))\b")
 _VECTOR_TYPE = re.compile(r"u?(char|short|int|long|longlong)[1-4]|(float|double|half|__half|bfloat16|__nv_bfloat16)[1-4]")
 
 
@@ -40,6 +42,8 @@ class _Walker(LoopPatterns):
     def __init__(self, src: bytes, file: str) -> None:
         self.src, self.facts = src, CudaFacts(file)
         self.macros: dict[str, int | None] = {}
+        self.macro_text: dict[str, str] = {}  # object-like macro -> its body (`#define FUNC_PREFIX __global__`)
+        self.cub_types: dict[str, str] = {}  # `using BlockReduce = cub::BlockReduce<float, 256>` -> BlockReduce
         self.types: dict[str, str] = {}  # variable -> dtype, in the current function
         self.thread_vars: set[str] = set()  # variables derived from threadIdx (tid, lane, ...)
         self.grid_vars: set[str] = set()  # variables derived from gridDim (grid-stride steps)
@@ -107,6 +111,7 @@ class _Walker(LoopPatterns):
         name, arg = n.child_by_field_name("name"), n.child_by_field_name("value")
         if name is not None and arg is not None:
             self._define(self.text(name), eval_int(self.text(arg), self.macros))
+            self.macro_text[self.text(name)] = self.text(arg)
         return False
 
     def _define(self, name: str, value: int | None) -> None:
@@ -120,6 +125,8 @@ class _Walker(LoopPatterns):
     def on_function_definition(self, n: ts.Node) -> None:
         decl = n.child_by_field_name("declarator")
         head = self.src[n.start_byte:decl.start_byte if decl else n.start_byte].decode(errors="replace")
+        # a qualifier spelled through a macro (generated code's `#define FUNC_PREFIX __global__`)
+        head = " ".join(self.macro_text.get(w, w) for w in _WORD.findall(head))
         qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         name = self.text(name_node) if name_node is not None else "?"
@@ -230,10 +237,29 @@ class _Walker(LoopPatterns):
     def on_type_definition(self, n: ts.Node) -> None:
         for d in n.children_by_field_name("declarator"):
             self.type_names.update(_WORD.findall(self.text(d))[-1:])
+            self._note_cub(_WORD.findall(self.text(d))[-1:], n.child_by_field_name("type"))
 
     def on_alias_declaration(self, n: ts.Node) -> None:
         if (name := n.child_by_field_name("name")) is not None:
             self.type_names.add(self.text(name))
+            self._note_cub([self.text(name)], n.child_by_field_name("type"))
+
+    def _note_cub(self, names: list[str], aliased: ts.Node | None) -> None:
+        """`using R = cub::BlockReduce<float, 256>;` / `typedef cub::WarpReduce<float> R;`: R names a cub collective."""
+        m = _CUB_COLLECTIVE.match(self.text(aliased)) if aliased is not None else None
+        if m and names:
+            self.cub_types[names[0]] = m.group(1)
+
+    def _cub_collective(self, name: str) -> str | None:
+        """`R(temp).Sum` (R a cub alias) or `cub::WarpReduce<float>(temp).Reduce`: cub::<class>::<method>."""
+        base, dot, method = name.rpartition(").")
+        if not dot or not re.fullmatch(r"\w+", method):
+            return None
+        callee = base.split("(")[0].strip()
+        cls = self.cub_types.get(callee.split("<")[0].strip())
+        if cls is None and (m := _CUB_COLLECTIVE.match(callee)):
+            cls = m.group(1)
+        return f"cub::{cls}::{method}" if cls else None
 
     def on_struct_specifier(self, n: ts.Node) -> None:
         if (name := n.child_by_field_name("name")) is not None:
@@ -324,6 +350,9 @@ class _Walker(LoopPatterns):
             self.facts.atomics.append(Event(name, where, line))
         elif name.startswith(WARP) or self._cg_collective(name):
             self.facts.warp.append(Event(name, where, line))
+        elif (collective := self._cub_collective(name)) is not None:
+            # cub's block/warp reductions and scans are shuffles (and, block-wide, shared memory) inside
+            self.facts.warp.append(Event(collective, where, line))
         elif any(k in name for k in TENSOR_CORE):
             self.facts.tensor_core.append(Event(name, where, line))
             if name.rsplit("::", 1)[-1] == "mma_sync":
@@ -522,6 +551,7 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     w = _Walker(src, file)
     w.walk(tree.root_node)
     facts = w.facts
+    facts.type_names = set(w.type_names)
     # A call of a helper this file defines (llm.c's `atomicAddX(&dbias[i], v)` wrapping atomicAdd)
     # is not itself an atomic primitive: the helper's own atomics are counted where they are.
     defined = {f.name.split("<")[0] for f in facts.functions}

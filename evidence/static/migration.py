@@ -137,7 +137,8 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     cuda_scope = ",".join(sorted(scope))
     # Helpers the compared kernels call but this file does not define (a common.h warpReduceSum):
     # their barriers, shuffles and atomics are invisible here, so the summary names them.
-    defined = {f.name.split("<")[0] for f in cuda.functions} | {f.name.split("::")[0] for f in cuda.functions}
+    defined = ({f.name.split("<")[0] for f in cuda.functions} | {f.name.split("::")[0] for f in cuda.functions}
+               | cuda.type_names)
     external = sorted({c for fn in scope for c in cuda.calls.get(fn, ()) if c not in defined and not _builtin_call(c)})
     loc = Location(file=a.file, start_line=nki.kernel_span[0], end_line=nki.kernel_span[1])
     out: list[EvidenceItem] = []
