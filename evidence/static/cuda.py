@@ -42,6 +42,9 @@ class _Walker(LoopPatterns):
     def __init__(self, src: bytes, file: str) -> None:
         self.src, self.facts = src, CudaFacts(file)
         self.macros: dict[str, int | None] = {}
+        # integers the current function declares once and never assigns again (`const int threads = 256;`,
+        # `int block = 128;`): launch sizes; any other local of the function hides a macro of its name
+        self.local_ints: dict[str, int | None] = {}
         self.macro_text: dict[str, str] = {}  # object-like macro -> its body (`#define FUNC_PREFIX __global__`)
         self.cub_types: dict[str, str] = {}  # `using BlockReduce = cub::BlockReduce<float, 256>` -> BlockReduce
         self.types: dict[str, str] = {}  # variable -> dtype, in the current function
@@ -77,7 +80,8 @@ class _Walker(LoopPatterns):
             m = re.match(r"(0x[0-9a-fA-F]+|\d+)", self.text(n))
             return int(m.group(1), 0) if m else None
         if t == "identifier":
-            return self.macros.get(self.text(n))
+            name = self.text(n)
+            return self.local_ints[name] if name in self.local_ints else self.macros.get(name)
         if t == "sizeof_expression":
             return sizeof_bytes(self.text(n))
         if t == "parenthesized_expression":
@@ -163,6 +167,7 @@ class _Walker(LoopPatterns):
                 if "const" in ptext.split("*")[0]:
                     inputs.append(dtype or "?")
         self.fn_text = self.text(n)
+        self.local_ints = dict.fromkeys(self.params)  # a parameter is no compile-time constant
         self.local_arrays = set()
         self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
         self.facts.functions.append(self.fn)
@@ -182,11 +187,14 @@ class _Walker(LoopPatterns):
                     # `dim3 threads(TILE, ROWS);` with bare names parses as a function declaration
                     # (C++'s most vexing parse): its "parameter types" are the sizes.
                     params = d.child_by_field_name("parameters")
-                    sizes = [eval_int(self.text(c), self.macros) for c in (params.named_children if params else ())]
+                    known = {**self.macros, **self.local_ints}
+                    sizes = [eval_int(self.text(c), known) for c in (params.named_children if params else ())]
                     total = 1
                     for v in sizes:
                         total = total * v if total is not None and v is not None else None
                     self.dim3[self.text(d.child_by_field_name("declarator"))] = total if sizes else None
+        if self.fn is not None:
+            self._note_local_ints(n, dtype)
         for d in n.named_children:
             if d.type in ("init_declarator", "identifier", "array_declarator", "pointer_declarator"):
                 # `half2 v(0.f, 0.f)` constructs v: the name is the declarator's, not the last word
@@ -233,6 +241,22 @@ class _Walker(LoopPatterns):
             self.facts.shared.append(Event(name, self.fn.name, n.start_point[0] + 1, labels={
                 "dtype": dtype or "?", "dims": "x".join("?" if d is None else str(d) for d in dims) or "scalar",
                 "dynamic": str("extern" in text and not all(dims)).lower()}, value=nbytes))
+
+    def _note_local_ints(self, n: ts.Node, dtype: str | None) -> None:
+        """A local integer initialised with a constant expression and never assigned again in its
+        function folds like a macro; every other local hides a macro or outer constant of its name."""
+        for d in n.named_children:
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if target is None or target.type != "identifier":
+                words = _WORD.findall(self.text(target)) if target is not None else []
+                self.local_ints.update(dict.fromkeys(words[:1]))  # `a[N]`, `*p`: the name comes first
+                continue
+            name = self.text(target)
+            value = self.fold(d.child_by_field_name("value")) if d.type == "init_declarator" else None
+            writes = len(re.findall(rf"(?<![\w.>]){re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                                    rf"(?:\+\+|--)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*(?:\+\+|--)", self.fn_text))
+            integer = dtype is not None and dtype.startswith(("int", "uint"))
+            self.local_ints[name] = value if integer and writes == 1 else None
 
     def on_type_definition(self, n: ts.Node) -> None:
         for d in n.children_by_field_name("declarator"):

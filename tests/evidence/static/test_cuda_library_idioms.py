@@ -99,3 +99,46 @@ def test_cub_block_and_warp_collectives_are_warp_level_reductions():
     assert idioms.labels.get("idiom:warp_shuffle") == "handled"
     # the cub alias constructs a collective: it is no helper function missing from the file
     assert "cuda_external_calls" not in idioms.labels and "Reducer" not in idioms.labels["cuda"]
+
+
+# PyTorch extensions size their launches with a local of the host function, not a macro.
+LOCAL_LAUNCH_SIZES = """
+#define THREADS 64
+__global__ void scale(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 3.0f * x[i];
+}
+
+void launch_const(const float* x, float* y, int n) {
+  const int threads = 512;
+  const int blocks = (n + threads - 1) / threads;
+  scale<<<blocks, threads>>>(x, y, n);
+}
+
+void launch_param(const float* x, float* y, int n, int threads) {
+  scale<<<1, threads>>>(x, y, n);
+}
+
+void launch_reassigned(const float* x, float* y, int n) {
+  int threads = 128;
+  if (n > 4096) threads = 1024;
+  scale<<<1, threads>>>(x, y, n);
+}
+
+void launch_shadowed(const float* x, float* y, int n, int THREADS) {
+  scale<<<1, THREADS>>>(x, y, n);
+}
+
+void launch_macro(const float* x, float* y, int n) {
+  scale<<<n / THREADS, THREADS>>>(x, y, n);
+}
+"""
+
+
+def test_launch_sizes_from_the_host_functions_own_constants():
+    f = parse_cuda(LOCAL_LAUNCH_SIZES, "k.cu")
+    sizes = {e.function: e.value for e in f.launches}
+    # a local set once is the launch's block; a parameter, a local assigned twice, or a parameter
+    # hiding a macro of its name are not known; the file's macro still folds
+    assert sizes == {"launch_const": 512, "launch_param": None, "launch_reassigned": None,
+                     "launch_shadowed": None, "launch_macro": 64}
