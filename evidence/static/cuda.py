@@ -179,6 +179,9 @@ class _Walker(LoopPatterns):
                 if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
                     self._define(self.text(d.child_by_field_name("declarator")), self.fold(d.child_by_field_name("value")))
         dtype = dtype_of(text.split("=")[0])
+        type_node = n.child_by_field_name("type")
+        if dtype is None and type_node is not None and set(_WORD.findall(self.text(type_node))) & self.tparams:
+            dtype = "?"  # `acc_t s = 0` in a template<typename scalar_t, typename acc_t>: a type only its launch knows
         if self.fn is not None and re.match(r"\s*(const\s+)?dim3\b", text):
             for d in n.named_children:
                 if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
@@ -543,11 +546,11 @@ class _Walker(LoopPatterns):
         dtype = self.types.get(name, "")
         if name in self.pointers and not subscripted:
             return
-        if not dtype.startswith(("float", "bfloat")) or (self.fn.name, name) in self.seen_acc:
+        if not dtype.startswith(("float", "bfloat", "?")) or (self.fn.name, name) in self.seen_acc:
             return
         self.seen_acc.add((self.fn.name, name))
         self.facts.accumulators.append(Event(name, self.fn.name, n.start_point[0] + 1,
-                                             labels={"accumulator_dtype": dtype, "op": op}))
+                                             labels={"accumulator_dtype": "unknown" if dtype == "?" else dtype, "op": op}))
 
 
 def _error_spans(root: ts.Node) -> list[tuple[int, int]]:

@@ -174,7 +174,8 @@ def migration_items(cuda: CudaFacts, a: Analysis, analyzer: str, cuda_entry: str
     narrowed = [d for d in nki.acc_dtypes if d in LOW_PRECISION]
     if cuda_acc and (narrowed or any(f.rule == "low-precision-accumulator" for f in a.findings)):
         verdict = "narrowed"
-    elif cuda_acc and nki.acc_dtypes and min(_width(d) for d in nki.acc_dtypes) >= max(_width(d) for d in cuda_acc):
+    elif (cuda_acc and nki.acc_dtypes and "unknown" not in cuda_acc  # a template's accumulator type: not comparable
+          and min(_width(d) for d in nki.acc_dtypes) >= max(_width(d) for d in cuda_acc)):
         verdict = "preserved"
     elif not (cuda_acc or cuda.memory_updates or cuda.atomics or cuda.warp or cuda.tensor_core
               or nki.acc_dtypes or nki.reductions or nki.matmuls):

@@ -142,3 +142,35 @@ def test_launch_sizes_from_the_host_functions_own_constants():
     # hiding a macro of its name are not known; the file's macro still folds
     assert sizes == {"launch_const": 512, "launch_param": None, "launch_reassigned": None,
                      "launch_shadowed": None, "launch_macro": 64}
+
+
+# A template kernel accumulates in a type its launch chooses (`at::acc_type` in PyTorch extensions).
+TEMPLATE_ACCUMULATOR = """
+template <typename scalar_t, typename acc_t>
+__global__ void row_total(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int cols) {
+  acc_t total = 0;
+  for (int c = 0; c < cols; ++c) total += static_cast<acc_t>(x[blockIdx.x * cols + c]);
+  y[blockIdx.x] = static_cast<scalar_t>(total);
+}
+"""
+COPY_PORT = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def copy(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
+'''
+
+
+def test_an_accumulator_of_a_template_type_is_an_accumulator_of_unknown_dtype():
+    f = parse_cuda(TEMPLATE_ACCUMULATOR, "k.cu")
+    assert [(e.what, e.labels["accumulator_dtype"]) for e in f.accumulators] == [("total", "unknown")]
+    a = analyze(COPY_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    acc = {i.kind: i for i in migration_items(f, a, "cuda-static@1", "row_total")}["migration.accumulation"]
+    # the CUDA kernel does accumulate: "neither side accumulates" would be false
+    assert acc.labels["verdict"] == "unknown"
+    # an fp32 NKI sum is not known to preserve an accumulator whose type the launch picks
+    assert _migration(TEMPLATE_ACCUMULATOR, "row_total")["migration.accumulation"].labels["verdict"] == "unknown"
