@@ -27,6 +27,8 @@ BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
+# loads that only read through the pointer they are given
+_READ_ONLY_LOADS = ("__ldg", "__ldca", "__ldcs", "__ldlu", "__ldcv", "__ld", "tex1Dfetch")
 # cub's cooperative reductions and scans (BlockLoad/BlockStore move data, they combine nothing)
 _CUB_COLLECTIVE = re.compile(r"\s*(?:::)?cub::((?:Block|Warp)(?:Reduce|Scan))\b")
 _VECTOR_TYPE = re.compile(r"u?(char|short|int|long|longlong)[1-4]|(float|double|half|__half|bfloat16|__nv_bfloat16)[1-4]")
@@ -108,6 +110,8 @@ class _Walker(LoopPatterns):
         if t in ("for_statement", "while_statement", "do_statement"):
             self.depth -= 1
         elif t == "function_definition" and self.fn is not None:
+            # pointers the function only reads: its inputs when it marks none `const`
+            self.fn.read_only_dtypes = tuple(d for p, d in self.pointer_params.items() if p not in self.written)
             self.fn = None
 
     # -- handlers -------------------------------------------------------------------------
@@ -151,6 +155,9 @@ class _Walker(LoopPatterns):
         self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
         self.params, self.dim3 = {}, {}
+        self.pointer_params: dict[str, str] = {}  # pointer parameter -> element dtype ("?" unknown)
+        self.aliases: dict[str, set[str]] = {}  # local pointer -> the pointer parameters it was derived from
+        self.written: set[str] = set()  # pointer parameters written through (or handed to a call that may)
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for i, p in enumerate(params.named_children if params is not None else ()):
             ptext = self.text(p)
@@ -164,6 +171,8 @@ class _Walker(LoopPatterns):
                     self.pointers.add(pname[-1])
             if "*" in ptext:
                 pointers.append(dtype or "?")
+                if pname:
+                    self.pointer_params[pname[-1]] = dtype or "?"
                 if "const" in ptext.split("*")[0]:
                     inputs.append(dtype or "?")
         self.fn_text = self.text(n)
@@ -213,6 +222,8 @@ class _Walker(LoopPatterns):
                     if d.type == "init_declarator":
                         value = self.text(d).split("=", 1)[-1]
                         self.var_init[names[-1]] = value
+                        if self.fn is not None and names[-1] in self.pointers:  # `float* row = out + i * C`
+                            self.aliases[names[-1]] = self._pointer_params_in(value)
                         used = set(_WORD.findall(value))
                         if any(b in value for b in ("threadIdx", "laneid", "thread_rank()")) or self.thread_vars & used:
                             self.thread_vars.add(names[-1])
@@ -342,6 +353,12 @@ class _Walker(LoopPatterns):
                              and not _VECTOR_TYPE.fullmatch(w))
         args_node = n.child_by_field_name("arguments")
         if self._device() and args_node is not None:
+            # a pointer handed to an atomic, or to any call but a read-only load, may be written there
+            for i, a in enumerate(args_node.named_children):
+                # (an element `x[i]` or a call's result is a value; the inner call's own arguments are its own)
+                if a.type not in ("subscript_expression", "call_expression") and not name.startswith(_READ_ONLY_LOADS) and (
+                        i == 0 or not name.startswith("atomic")):
+                    self.written |= self._pointer_params_in(self.text(a))
             for i, a in enumerate(args_node.named_children):
                 if a.type == "identifier" and self.text(a) in self.local_arrays:
                     self.array_args.add((name.split("<")[0].strip().rsplit("::", 1)[-1], i, self.fn.name))
@@ -506,10 +523,19 @@ class _Walker(LoopPatterns):
         are not the kernel: their loops and sums say nothing about how the GPU code is built."""
         return self.fn is not None and self.fn.qualifier != "host"
 
+    def _pointer_params_in(self, text: str) -> set[str]:
+        """The pointer parameters an expression names, directly or through local pointers derived from them."""
+        words = set(_WORD.findall(text))
+        return (words & self.pointer_params.keys()).union(*(self.aliases.get(w, set()) for w in words))
+
     def on_assignment_expression(self, n: ts.Node) -> None:
         if not self._device():
             return
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        if left is not None and left.type != "identifier":  # `out[i] = ...`, `*p = ...`, `((float4*)out)[i] = ...`
+            self.written |= self._pointer_params_in(self.text(left))
+        elif left is not None and right is not None and self.text(left) in self.pointers:
+            self.aliases.setdefault(self.text(left), set()).update(self._pointer_params_in(self.text(right)))
         op_node = n.child_by_field_name("operator")
         op = self.text(op_node) if op_node is not None else "="
         subscripted = left is not None and left.type == "subscript_expression"
@@ -596,8 +622,9 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     # file), facts may be missing: the spans are kept so items and verdicts can say so.
     if tree.root_node.has_error:
         facts.parse_errors = _error_spans(tree.root_node)
-    # An accumulator's input dtype is its own function's (const pointer parameters, else the one
-    # dtype all its pointer parameters share: benchmark kernels take `float* inp`), else that of the
+    # An accumulator's input dtype is its own function's (const pointer parameters, else the one dtype
+    # of the pointers it only reads: many kernels mark nothing const, else the one dtype all its
+    # pointer parameters share: benchmark kernels take `float* inp`), else that of the
     # kernels that reach the helper it sits in; never the first kernel of a file with several.
     by_name = {fn.name: fn for fn in facts.functions}
 
@@ -606,7 +633,7 @@ def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
         type is a template parameter or typedef, None when `fn` has no pointer inputs to say."""
         if fn is None:
             return None
-        for dtypes, one in ((fn.input_dtypes, False), (fn.pointer_dtypes, True)):
+        for dtypes, one in ((fn.input_dtypes, False), (fn.read_only_dtypes, True), (fn.pointer_dtypes, True)):
             # Integer index arrays (token ids, targets, offsets) are not what a float sum reads
             # when the function has other inputs: `const int* targets` beside `const floatX* x`.
             data = [d for d in dtypes if d not in _INDEX_DTYPES] or list(dtypes)

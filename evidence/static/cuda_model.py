@@ -19,6 +19,8 @@ class CudaFunction:
     input_dtypes: tuple[str, ...]
     pointer_dtypes: tuple[str, ...]
     builtins: Counter = field(default_factory=Counter)  # "threadIdx.x" -> uses
+    # element dtypes of the pointer parameters the function never writes through (nor hands to a call)
+    read_only_dtypes: tuple[str, ...] = ()
     global_index: bool = False
 
 

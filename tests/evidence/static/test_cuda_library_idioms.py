@@ -174,3 +174,33 @@ def test_an_accumulator_of_a_template_type_is_an_accumulator_of_unknown_dtype():
     assert acc.labels["verdict"] == "unknown"
     # an fp32 NKI sum is not known to preserve an accumulator whose type the launch picks
     assert _migration(TEMPLATE_ACCUMULATOR, "row_total")["migration.accumulation"].labels["verdict"] == "unknown"
+
+
+# Kernels that mark no pointer `const`: the input is what the kernel only reads.
+NO_CONST = """
+__global__ void rms_rows(int cols, __nv_bfloat16* w, __nv_bfloat16* x, float* out, float* total) {
+  float* orow = out + blockIdx.x * cols;
+  float sq = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    float v = __bfloat162float(x[blockIdx.x * cols + c]);
+    sq += v * v;
+  }
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) orow[c] = sq;
+  atomicAdd(total, sq);
+}
+
+__global__ void scatter_sum(int n, float* src, __half* dst) {
+  __half acc = __float2half(0.f);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) acc = __hadd(acc, __float2half(src[i]));
+  store_half(dst, acc);
+}
+"""
+
+
+def test_without_const_the_pointers_a_kernel_only_reads_are_its_inputs():
+    f = parse_cuda(NO_CONST, "k.cu")
+    inputs = {e.function: e.labels["input_dtype"] for e in f.accumulators}
+    # x and w are only read (out is written through the row pointer derived from it, total by the atomic)
+    assert inputs["rms_rows"] == "bfloat16"
+    # dst is handed to a call that may write it: src alone is read
+    assert inputs["scatter_sum"] == "float32"
