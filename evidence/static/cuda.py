@@ -47,7 +47,8 @@ class _Walker(LoopPatterns):
         # integers the current function declares once and never assigns again (`const int threads = 256;`,
         # `int block = 128;`): launch sizes; any other local of the function hides a macro of its name
         self.local_ints: dict[str, int | None] = {}
-        self.macro_text: dict[str, str] = {}  # object-like macro -> its body (`#define FUNC_PREFIX __global__`)
+        self.macro_text: dict[str, str] = {}
+        self.macro_funcs: dict[str, tuple[list[str], str]] = {}  # function-like macro -> (parameters, body)  # object-like macro -> its body (`#define FUNC_PREFIX __global__`)
         self.cub_types: dict[str, str] = {}  # `using BlockReduce = cub::BlockReduce<float, 256>` -> BlockReduce
         self.types: dict[str, str] = {}  # variable -> dtype, in the current function
         self.thread_vars: set[str] = set()  # variables derived from threadIdx (tid, lane, ...)
@@ -102,6 +103,14 @@ class _Walker(LoopPatterns):
 
     def walk(self, n: ts.Node) -> None:
         t = n.type
+        if t == "function_definition" and self.fn is not None and n.parent is not None and n.parent.type != "translation_unit":
+            # `CUDA_KERNEL_LOOP(i, n) { ... }` inside a kernel parses as a function defined there: it is a
+            # loop written through a macro, and its body is the kernel's
+            self._macro_loop(n)
+            for c in n.children:
+                self.walk(c)
+            self.depth -= 1
+            return
         handler = getattr(self, "on_" + t, None)
         if handler is not None and handler(n) is False:
             return
@@ -121,6 +130,38 @@ class _Walker(LoopPatterns):
             self._define(self.text(name), eval_int(self.text(arg), self.macros))
             self.macro_text[self.text(name)] = self.text(arg)
         return False
+
+    def on_preproc_function_def(self, n: ts.Node) -> bool:
+        name, params, body = (n.child_by_field_name(f) for f in ("name", "parameters", "value"))
+        if name is not None and params is not None and body is not None:
+            self.macro_funcs[self.text(name)] = (_WORD.findall(self.text(params)), self.text(body))
+        return False
+
+    def _macro_loop(self, n: ts.Node) -> None:
+        """A loop spelled `MACRO(i, n) { body }`: its pattern is that of the `for` the macro expands to when
+        the file defines it, grid_stride for the libraries' KERNEL_LOOP macros (Caffe's, PyTorch's, mmcv's
+        CUDA_KERNEL_LOOP / CUDA_1D_KERNEL_LOOP are grid-stride loops), else unknown."""
+        self.depth += 1
+        decl = n.child_by_field_name("declarator")
+        head = decl.child_by_field_name("declarator") if decl is not None else None
+        name = self.text(head) if head is not None else ""
+        params = decl.child_by_field_name("parameters") if decl is not None else None
+        args = [self.text(c) for c in (params.named_children if params is not None else ())]
+        pattern = "unknown"
+        formals, body = self.macro_funcs.get(name, ([], ""))
+        for formal, actual in zip(formals, args):
+            body = re.sub(rf"\b{re.escape(formal)}\b", actual, body)
+        m = re.match(r"\s*for\s*\((.*?);(.*?);(.*)\)\s*$", body.replace("\\\n", " "), re.S)
+        if m:
+            init, update = m.group(1), m.group(3)
+            pattern = self._pattern(init, update)
+            var = _WORD.findall(init.split("=")[0])[-1:]
+            if var and re.search(r"threadIdx", init):
+                self.thread_vars.update(var)
+        elif name not in self.macro_funcs and re.search(r"KERNEL_LOOP", name):
+            pattern = "grid_stride"
+        self.facts.loops.append(Event("for", self.fn.name, n.start_point[0] + 1, n.end_point[0] + 1,
+                                      labels={"pattern": pattern, "macro": name}, value=float(self.depth)))
 
     def _define(self, name: str, value: int | None) -> None:
         """Record a compile-time integer. A name defined twice with different values (the two

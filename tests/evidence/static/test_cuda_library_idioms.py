@@ -204,3 +204,38 @@ def test_without_const_the_pointers_a_kernel_only_reads_are_its_inputs():
     assert inputs["rms_rows"] == "bfloat16"
     # dst is handed to a call that may write it: src alone is read
     assert inputs["scatter_sum"] == "float32"
+
+
+# Caffe/PyTorch/mmcv kernels loop through a macro: `CUDA_1D_KERNEL_LOOP(i, n) { ... }` (from a header)
+# or one the file defines. tree-sitter reads each as a function defined inside the kernel.
+MACRO_LOOPS = """
+#define ROWS_OF_BLOCK(r, rows) for (int r = threadIdx.x; r < (rows); r += blockDim.x)
+
+__global__ void pool_sum(const int nthreads, const float* src, float* dst, float* total, int k) {
+  CUDA_1D_KERNEL_LOOP(index, nthreads) {
+    float acc = 0.f;
+    for (int j = 0; j < k; ++j) acc += src[index * k + j];
+    dst[index] = acc;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(total, dst[0]);
+}
+
+__global__ void row_scale(const float* src, float* dst, int rows) {
+  ROWS_OF_BLOCK(r, rows) {
+    dst[r] = 0.5f * src[r];
+  }
+}
+"""
+
+
+def test_loops_written_through_macros_are_loops_of_the_kernel():
+    f = parse_cuda(MACRO_LOOPS, "k.cu")
+    assert [(fn.name, fn.qualifier) for fn in f.functions] == [("pool_sum", "global"), ("row_scale", "global")]
+    loops = [(e.function, e.labels["pattern"], e.labels.get("macro")) for e in f.loops]
+    assert loops == [("pool_sum", "grid_stride", "CUDA_1D_KERNEL_LOOP"), ("pool_sum", "serial", None),
+                     ("row_scale", "thread_stride", "ROWS_OF_BLOCK")]
+    # the loop body's accumulator, and the barrier and atomic after the loop, are the kernel's
+    assert [(e.function, e.what) for e in f.accumulators] == [("pool_sum", "acc")]
+    assert [(e.function, e.what) for e in f.syncs] == [("pool_sum", "__syncthreads")]
+    assert [(e.function, e.what) for e in f.atomics] == [("pool_sum", "atomicAdd")]
