@@ -27,6 +27,8 @@ BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
+# read-modify-write members of cuda::atomic / cuda::atomic_ref / std::atomic objects
+_ATOMIC_METHODS = ("fetch_", "exchange", "compare_exchange")
 # loads that only read through the pointer they are given
 _READ_ONLY_LOADS = ("__ldg", "__ldca", "__ldcs", "__ldlu", "__ldcv", "__ld", "tex1Dfetch")
 # cub's cooperative reductions and scans (BlockLoad/BlockStore move data, they combine nothing)
@@ -329,6 +331,16 @@ class _Walker(LoopPatterns):
         if m and names:
             self.cub_types[names[0]] = m.group(1)
 
+    def _atomic_object_op(self, name: str) -> str | None:
+        """`ref.fetch_add(v)` on a libcu++/std atomic (`cuda::atomic_ref<float, scope> ref(*out);`,
+        `cuda::atomic<int> n`): `cuda::atomic_ref.fetch_add`. (Template declarations with several
+        arguments may not parse as declarations, so the variable's type is found in the text.)"""
+        var, dot, method = name.rpartition(".")
+        if not dot or not re.fullmatch(r"[A-Za-z_]\w*", var) or not method.startswith(_ATOMIC_METHODS):
+            return None
+        m = re.search(rf"\b((?:cuda::|std::|cuda::std::)?atomic(?:_ref)?)\s*<[^;{{}}]*>\s*&?\s*{re.escape(var)}\b", self.fn_text)
+        return f"{m.group(1)}.{method}" if m else None
+
     def _cub_collective(self, name: str) -> str | None:
         """`R(temp).Sum` (R a cub alias) or `cub::WarpReduce<float>(temp).Reduce`: cub::<class>::<method>."""
         base, dot, method = name.rpartition(").")
@@ -372,7 +384,8 @@ class _Walker(LoopPatterns):
 
     def on_call_expression(self, n: ts.Node) -> None:
         fn_node = n.child_by_field_name("function")
-        name = self.text(fn_node) if fn_node is not None else ""
+        # `::atomicAdd(...)` names the global-namespace function
+        name = (self.text(fn_node) if fn_node is not None else "").removeprefix("::")
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
         if self._device():
@@ -433,6 +446,8 @@ class _Walker(LoopPatterns):
                 self.facts.syncs.append(Event(name, where, line, labels={"scope": scope}))
         elif name.startswith("atomic"):
             self.facts.atomics.append(Event(name, where, line))
+        elif (op := self._atomic_object_op(name)) is not None:
+            self.facts.atomics.append(Event(op, where, line))
         elif name.startswith(WARP) or self._cg_collective(name):
             self.facts.warp.append(Event(name, where, line))
         elif (collective := self._cub_collective(name)) is not None:

@@ -239,3 +239,31 @@ def test_loops_written_through_macros_are_loops_of_the_kernel():
     assert [(e.function, e.what) for e in f.accumulators] == [("pool_sum", "acc")]
     assert [(e.function, e.what) for e in f.syncs] == [("pool_sum", "__syncthreads")]
     assert [(e.function, e.what) for e in f.atomics] == [("pool_sum", "atomicAdd")]
+
+
+# Atomics named through the global namespace and through libcu++ atomic objects.
+QUALIFIED_ATOMICS = """
+#include <cuda/atomic>
+__global__ void total_a(float* out, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) ::atomicAdd(out, x[i]);
+  ::__syncthreads();
+}
+
+__global__ void total_b(float* out, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  cuda::atomic_ref<float, cuda::thread_scope_device> sum(*out);
+  if (i < n) sum.fetch_add(x[i], cuda::memory_order_relaxed);
+  float local = sum.load();
+}
+"""
+
+
+def test_global_namespace_and_atomic_object_operations_are_atomics():
+    f = parse_cuda(QUALIFIED_ATOMICS, "k.cu")
+    assert [(e.function, e.what) for e in f.atomics] == [("total_a", "atomicAdd"),
+                                                         ("total_b", "cuda::atomic_ref.fetch_add")]
+    assert [(e.function, e.what) for e in f.syncs] == [("total_a", "__syncthreads")]
+    a = analyze(COPY_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
+    verdict = {i.kind: i for i in migration_items(f, a, "cuda-static@1", "total_b")}["migration.atomics"]
+    assert verdict.labels["verdict"] == "missing"  # the port does not replace the atomic sum
