@@ -43,8 +43,11 @@ def _parser() -> ts.Parser:
 
 
 class _Walker(LoopPatterns):
-    def __init__(self, src: bytes, file: str) -> None:
+    def __init__(self, src: bytes, file: str, instances: dict[str, dict[str, str]] | None = None) -> None:
         self.src, self.facts = src, CudaFacts(file)
+        # kernel -> {template parameter: the C type every launch of it passes} (`kern<float><<<...>>>`)
+        self.instances = instances or {}
+        self.tsubst: dict[str, str] = {}  # the current kernel's
         self.macros: dict[str, int | None] = {}
         # integers the current function declares once and never assigns again (`const int threads = 256;`,
         # `int block = 128;`): launch sizes; any other local of the function hides a macro of its name
@@ -192,8 +195,12 @@ class _Walker(LoopPatterns):
         self.types, self.thread_vars, self.grid_vars, self.var_init, self.groups = {}, set(), set(), {}, {}
         tdecl = n.parent if n.parent is not None and n.parent.type == "template_declaration" else None
         tlist = tdecl.child_by_field_name("parameters") if tdecl is not None else None
-        self.tparams = {w[-1] for p in (tlist.named_children if tlist is not None else ())
-                        if (w := _WORD.findall(self.text(p).split("=")[0]))}
+        tnames = [w[-1] for p in (tlist.named_children if tlist is not None else ())
+                  if (w := _WORD.findall(self.text(p).split("=")[0]))]
+        self.facts.template_params[name] = tuple(tnames)
+        # a template parameter every launch sets to one C type is that type in the kernel's body
+        self.tsubst = {t: c for t, c in self.instances.get(name, {}).items() if t in tnames}
+        self.tparams = set(tnames) - self.tsubst.keys()
         self.pointers: set[str] = set()  # pointer variables: `p += n` moves them, it sums nothing
         self.decl_depth: dict[str, int] = {}  # local variable -> loop depth of its declaration
         inputs, pointers = [], []
@@ -204,7 +211,7 @@ class _Walker(LoopPatterns):
         params = decl.child_by_field_name("parameters") if decl is not None else None
         for i, p in enumerate(params.named_children if params is not None else ()):
             ptext = self.text(p)
-            dtype = dtype_of(ptext)
+            dtype = self._dtype(ptext)
             pname = re.findall(r"[A-Za-z_]\w*", ptext)
             if pname:
                 self.params[pname[-1]] = i
@@ -230,7 +237,7 @@ class _Walker(LoopPatterns):
             for d in n.named_children:  # file-scope `constexpr int THREADS = 256;` folds like a macro
                 if d.type == "init_declarator" and d.child_by_field_name("declarator") is not None:
                     self._define(self.text(d.child_by_field_name("declarator")), self.fold(d.child_by_field_name("value")))
-        dtype = dtype_of(text.split("=")[0])
+        dtype = self._dtype(text.split("=")[0])
         type_node = n.child_by_field_name("type")
         if dtype is None and type_node is not None and set(_WORD.findall(self.text(type_node))) & self.tparams:
             dtype = "?"  # `acc_t s = 0` in a template<typename scalar_t, typename acc_t>: a type only its launch knows
@@ -298,6 +305,10 @@ class _Walker(LoopPatterns):
             self.facts.shared.append(Event(name, self.fn.name, n.start_point[0] + 1, labels={
                 "dtype": dtype or "?", "dims": "x".join("?" if d is None else str(d) for d in dims) or "scalar",
                 "dynamic": str("extern" in text and not all(dims)).lower()}, value=nbytes))
+
+    def _dtype(self, text: str) -> str | None:
+        """The dtype a declaration names, a template parameter read as the type its launches pass."""
+        return dtype_of(" ".join(self.tsubst.get(w, w) for w in _WORD.findall(text)) if self.tsubst else text)
 
     def _note_local_ints(self, n: ts.Node, dtype: str | None) -> None:
         """A local integer initialised with a constant expression and never assigned again in its
@@ -654,11 +665,48 @@ def _error_spans(root: ts.Node) -> list[tuple[int, int]]:
     return merged
 
 
+def _instances(facts: CudaFacts) -> dict[str, dict[str, str]]:
+    """{kernel: {template parameter: C type}} where every launch of the kernel names its template
+    arguments and they agree on a C scalar type (`RoIAlignFwd<float><<<...>>>`)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, params in facts.template_params.items():
+        launches = [e for e in facts.launches if e.what == name.rsplit("::", 1)[-1]]
+        if not params or not launches or any("template_args" not in e.labels for e in launches):
+            continue
+        seen: list[set[str]] = [set() for _ in params]
+        for e in launches:
+            args = _split_args(e.labels["template_args"][1:-1])
+            for i in range(len(params)):
+                seen[i].add(args[i].strip() if i < len(args) else "")
+        subst = {p: next(iter(v)) for p, v in zip(params, seen) if len(v) == 1 and next(iter(v)) in CTYPES}
+        if subst:
+            out[name] = subst
+    return out
+
+
+def _split_args(text: str) -> list[str]:
+    """Template arguments split at the commas outside nested <>/()."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "<(" and 1 or 0
+        depth -= ch in ">)" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
 def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
     src = source.encode()
     tree = _parser().parse(src)
     w = _Walker(src, file)
     w.walk(tree.root_node)
+    instances = _instances(w.facts)
+    if instances:  # read the kernels again with the types their launches instantiate
+        w = _Walker(src, file, instances)
+        w.walk(tree.root_node)
     facts = w.facts
     facts.type_names = set(w.type_names)
     # A call of a helper this file defines (llm.c's `atomicAddX(&dbias[i], v)` wrapping atomicAdd)

@@ -52,6 +52,7 @@ class CudaFacts:
     memory_updates: list[Event] = field(default_factory=list)
     calls: dict[str, set[str]] = field(default_factory=dict)  # function -> names it calls or launches
     parse_errors: list[tuple[int, int]] = field(default_factory=list)  # line spans tree-sitter could not parse
+    template_params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> its template parameters
     # typedefs, `using` aliases and structs of the file: `BlockReduce(temp)` constructs one, it calls no helper
     type_names: set[str] = field(default_factory=set)
 

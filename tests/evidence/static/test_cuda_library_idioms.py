@@ -267,3 +267,37 @@ def test_global_namespace_and_atomic_object_operations_are_atomics():
     a = analyze(COPY_PORT, file="kernel.py", inputs=bindings_from({"x": ((128, 512), "float32")}))
     verdict = {i.kind: i for i in migration_items(f, a, "cuda-static@1", "total_b")}["migration.atomics"]
     assert verdict.labels["verdict"] == "missing"  # the port does not replace the atomic sum
+
+
+# Template kernels launched with explicit types: the types the launches agree on are the kernel's.
+INSTANTIATED = """
+template <typename T, int BLOCK>
+__global__ void block_sum(const T* __restrict__ x, T* __restrict__ y, int n) {
+  T acc = 0;
+  for (int i = threadIdx.x; i < n; i += BLOCK) acc += x[blockIdx.x * n + i];
+  y[blockIdx.x] = acc;
+}
+
+template <typename T>
+__global__ void any_sum(const T* __restrict__ x, T* __restrict__ y, int n) {
+  T acc = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) acc += x[i];
+  y[0] = acc;
+}
+
+void run(const float* xf, float* yf, const __half* xh, __half* yh, int rows, int n) {
+  block_sum<float, 256><<<rows, 256>>>(xf, yf, n);
+  block_sum<float, 128><<<rows, 128>>>(xf, yf, n);
+  any_sum<float><<<1, 256>>>(xf, yf, n);
+  any_sum<__half><<<1, 256>>>(xh, yh, n);
+}
+"""
+
+
+def test_template_types_every_launch_agrees_on_are_the_kernels_types():
+    f = parse_cuda(INSTANTIATED, "k.cu")
+    acc = {e.function: (e.labels["accumulator_dtype"], e.labels["input_dtype"]) for e in f.accumulators}
+    assert acc["block_sum"] == ("float32", "float32")
+    # launched with float and with half: the accumulator's type is not one
+    assert acc["any_sum"] == ("unknown", "unknown")
+    assert {k.name: k.input_dtypes for k in f.kernels} == {"block_sum": ("float32",), "any_sum": ("?",)}
