@@ -21,9 +21,9 @@ CUDA_KINDS = {
     "cuda.accumulator": "a variable accumulated in a loop, a register array a kernel passes to a device helper that "
                         "accumulates into it, or a wmma accumulator fragment fed by mma_sync "
                         "(labels: name, input_dtype, accumulator_dtype, op, function, register_array_of)",
-    "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|log_step|serial|spin_wait|unknown; "
+    "cuda.loop": "a loop (labels: pattern = thread_stride|grid_stride|tree_reduction|log_step|serial|spin_wait|atomic_retry|unknown; "
                  "tree_reduction: geometric steps that combine values, log_step: geometric steps that do not, e.g. "
-                 "a sorting network's merge stages; macro: the macro a loop is written through, e.g. "
+                 "a sorting network's merge stages; atomic_retry: an atomicCAS loop retrying one update; macro: the macro a loop is written through, e.g. "
                  "CUDA_KERNEL_LOOP, unknown when its definition is not in the file; metrics: depth)",
     "cuda.parse_error": "lines tree-sitter could not parse (macro-generated code, unbalanced braces, a truncated file): "
                         "facts there may be missing (labels: lines)",

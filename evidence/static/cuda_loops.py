@@ -16,6 +16,7 @@ from evidence.static.cuda_model import Event
 _COMBINES = re.compile(r"[-+*/|&^]=|\b(f?max|f?min|fmaxf|fminf|__h?max|__h?min)\s*\(|__shfl|\breduce\b|\bshfl|atomic"
                        r"|\b(\w+)\s*(?:\[[^;]*?\])?\s*(?<![<>!=])=(?!=)[^;]*\b\2\b")
 WORD = re.compile(r"[A-Za-z_]\w*")  # an identifier
+_CAS = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(?:\(\w+\)\s*)?:{0,2}atomicCAS\w*\s*\(")  # `old = atomicCAS(...)`
 
 
 def descendants(n: ts.Node, type_: str):
@@ -68,7 +69,12 @@ class LoopPatterns:
             # Log2(n) rounds that combine nothing (a bitonic sort's merge stages swap through a
             # comparator; a loop halving a tile size): geometric steps, not a reduction.
             pattern = "log_step"
-        if n.type == "while_statement" and not update and ("atomic" in cond_text or "volatile" in cond_text):
+        if n.type != "for_statement" and body is not None and any(
+                m.group(1) in WORD.findall(cond_text) for m in _CAS.finditer(self.text(body))):
+            # `do { assumed = old; old = atomicCAS(a, assumed, f(assumed)); } while (assumed != old);`:
+            # one atomic update retried until no other thread interfered, not serial work
+            pattern = "atomic_retry"
+        elif n.type == "while_statement" and not update and ("atomic" in cond_text or "volatile" in cond_text):
             pattern = "spin_wait"
             self.facts.other_idioms.append(Event("spin_wait", self.fn.name if self.fn else "", n.start_point[0] + 1))
         self.facts.loops.append(Event(n.type.split("_")[0], self.fn.name if self.fn else "", n.start_point[0] + 1,

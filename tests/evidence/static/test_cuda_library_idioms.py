@@ -301,3 +301,30 @@ def test_template_types_every_launch_agrees_on_are_the_kernels_types():
     # launched with float and with half: the accumulator's type is not one
     assert acc["any_sum"] == ("unknown", "unknown")
     assert {k.name: k.input_dtypes for k in f.kernels} == {"block_sum": ("float32",), "any_sum": ("?",)}
+
+
+# A float atomic max written as a compare-and-swap retry loop (no native atomicMax for floats).
+CAS_RETRY = """
+__device__ float atomic_max_f(float* where, float v) {
+  int* bits = (int*)where;
+  int seen = *bits, expected;
+  do {
+    expected = seen;
+    seen = atomicCAS(bits, expected, __float_as_int(fmaxf(v, __int_as_float(expected))));
+  } while (expected != seen);
+  return __int_as_float(seen);
+}
+
+__global__ void col_max(const float* x, float* m, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) atomic_max_f(m, x[i]);
+  int k = 0;
+  while (k < n) { m[1] += x[k]; k++; }
+}
+"""
+
+
+def test_a_compare_and_swap_retry_loop_is_not_serial_work():
+    f = parse_cuda(CAS_RETRY, "k.cu")
+    patterns = [(e.function, e.what, e.labels["pattern"]) for e in f.loops]
+    assert patterns == [("atomic_max_f", "do", "atomic_retry"), ("col_max", "for", "thread_stride"),
+                        ("col_max", "while", "serial")]
