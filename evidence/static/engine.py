@@ -27,7 +27,7 @@ from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.param_bindings import bind_params
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
-from evidence.static.records import RecordClass
+from evidence.static.records import Record, RecordClass
 from evidence.static.scope import Scope, entry_scope
 from evidence.static.rulekit import matmul_operands
 from evidence.static.shapes import MATMUL_CALLS, Binding, Dtype, LoopVar, Tensor
@@ -342,7 +342,7 @@ class Engine(cst.CSTVisitor):
         if owner is not None and positional and not any(
                 isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators):
             first = positional[0].name.value
-            if not isinstance(scope[first].value, Instance):
+            if not isinstance(scope[first].value, (Instance, Record)):
                 classmethod = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
                                   for d in node.decorators)
                 scope[first] = Binding(None if classmethod else Instance((self.file, owner)), names=frozenset({first}))
@@ -538,6 +538,8 @@ class Engine(cst.CSTVisitor):
             owner = self.value(func.value)
             if isinstance(owner, Instance):
                 cls, name, receiver = owner.cls, func.attr.value, owner
+            elif isinstance(owner, Record) and owner.cls in self.objects.classes:  # a config dataclass's method
+                cls, name, receiver = self.objects.classes[owner.cls], func.attr.value, owner
             elif isinstance(func.value, cst.Name) and func.value.value in self.objects.classes:
                 cls, name, through_class = self.objects.classes[func.value.value], func.attr.value, True
             else:

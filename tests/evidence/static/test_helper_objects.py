@@ -126,3 +126,35 @@ def test_a_star_import_brings_the_modules_public_names():
     steps = STEPS.replace("from .pool import Pool\n", "from .pool import Pool\n\n__all__ = ['Pool']\n")
     found = _findings(_modules(entry, steps))
     assert ("nki.psum-over-bank", "kern/pool.py", _line(POOL, "# ACC")) not in found
+
+
+CONFIG = '''from dataclasses import dataclass
+
+import neuronxcc.nki.language as nl
+
+
+@dataclass
+class Layout:
+    rows: int
+    cols: int = 64
+
+    def scratch(self):
+        return nl.ndarray((self.rows, self.cols), dtype=nl.float32, buffer=nl.sbuf)  # SCRATCH
+'''
+
+
+def test_a_config_dataclass_method_reads_the_fields_its_caller_built():
+    entry = _BETA + '''from .layout import Layout
+
+
+@nki.jit
+def entry(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    wide = Layout(rows=256)
+    buf = wide.scratch()
+    return out
+'''
+    found = _findings({"kern/entry.py": entry, "kern/layout.py": CONFIG})
+    assert ("nki.partition-over-128", "kern/layout.py", _line(CONFIG, "# SCRATCH")) in found
+    legal = _findings({"kern/entry.py": entry.replace("rows=256", "rows=128"), "kern/layout.py": CONFIG})
+    assert ("nki.partition-over-128", "kern/layout.py", _line(CONFIG, "# SCRATCH")) not in legal
