@@ -1,5 +1,5 @@
 """How a CUDA loop steps its variable: thread-strided, grid-strided, a tree reduction (log2(n) rounds that
-combine values), log steps that combine nothing, serial, or a spin wait. A mixin of the CUDA reader's walker
+combine values), log steps that combine nothing, serial, a spin wait, or an atomicCAS retry. A mixin of the CUDA reader's walker
 (evidence.static.cuda), which keeps the state the patterns read: the function being walked, loop depth,
 variables' initial values and the thread- and grid-derived variables."""
 

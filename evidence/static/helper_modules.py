@@ -10,9 +10,11 @@ findings and facts cite the helper module's own file:line.
 reads: a name imported from a helper module (`from .m import f`, `from ..utils.m import f`, absolute
 `from pkg.m import f` resolved as the simulator's loader does: the kernel file's folder first, then
 the submission root), or a function read through an imported module (`from . import m` ... `m.f(...)`).
-Methods of classes are not followed (calls through objects are not resolved), so a helper module's
-classes are not analysed. `analyze_modules` analyses each reached module once its callers are
-analysed, with the arguments their calls pass (`engine.analyze(callers=...)`).
+Imports inside functions and `from m import *` count. Methods called through objects of the
+submission's classes are followed (`helper_classes`: the object's class known from a constructor call,
+an annotation or `self`); a class none of whose methods is reached is not walked. `analyze_modules`
+analyses each reached module once its callers are analysed, with the arguments their calls pass
+(`engine.analyze(callers=...)`, a method's keyed `Cls.meth`).
 """
 
 from __future__ import annotations
