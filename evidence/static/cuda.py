@@ -27,6 +27,8 @@ BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
+# compiler attributes the grammar does not know (one level of nested parentheses in their arguments)
+_ATTRIBUTE = re.compile(rb"\b(?:__align__|__launch_bounds__)\s*\((?:[^()]|\([^()]*\))*\)")
 # read-modify-write members of cuda::atomic / cuda::atomic_ref / std::atomic objects
 _ATOMIC_METHODS = ("fetch_", "exchange", "compare_exchange")
 # loads that only read through the pointer they are given
@@ -227,6 +229,8 @@ class _Walker(LoopPatterns):
                     inputs.append(dtype or "?")
         self.fn_text = self.text(n)
         self.local_ints = dict.fromkeys(self.params)  # a parameter is no compile-time constant
+        # a template integer every launch passes (`kern<256><<<...>>>`) is that integer
+        self.local_ints.update({t: int(v) for t, v in self.tsubst.items() if v.isdigit()})
         self.local_arrays = set()
         self.fn = CudaFunction(name, qual, n.start_point[0] + 1, n.end_point[0] + 1, tuple(inputs), tuple(pointers))
         self.facts.functions.append(self.fn)
@@ -678,7 +682,8 @@ def _instances(facts: CudaFacts) -> dict[str, dict[str, str]]:
             args = _split_args(e.labels["template_args"][1:-1])
             for i in range(len(params)):
                 seen[i].add(args[i].strip() if i < len(args) else "")
-        subst = {p: next(iter(v)) for p, v in zip(params, seen) if len(v) == 1 and next(iter(v)) in CTYPES}
+        subst = {p: next(iter(v)) for p, v in zip(params, seen)
+                 if len(v) == 1 and (next(iter(v)) in CTYPES or re.fullmatch(r"\d+", next(iter(v))))}
         if subst:
             out[name] = subst
     return out
@@ -698,8 +703,15 @@ def _split_args(text: str) -> list[str]:
     return parts + [cur]
 
 
+def _blank_attributes(src: bytes) -> bytes:
+    """`__align__(16)` and `__launch_bounds__(256, 2)` blanked out (same length, newlines kept): the grammar
+    does not know them, and `__shared__ __align__(16) float s[N];` parsed into an error and a phantom
+    shared scalar named after the size's first word. They say nothing the facts use."""
+    return _ATTRIBUTE.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), src)
+
+
 def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
-    src = source.encode()
+    src = _blank_attributes(source.encode())
     tree = _parser().parse(src)
     w = _Walker(src, file)
     w.walk(tree.root_node)

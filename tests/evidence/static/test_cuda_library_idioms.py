@@ -328,3 +328,28 @@ def test_a_compare_and_swap_retry_loop_is_not_serial_work():
     patterns = [(e.function, e.what, e.labels["pattern"]) for e in f.loops]
     assert patterns == [("atomic_max_f", "do", "atomic_retry"), ("col_max", "for", "thread_stride"),
                         ("col_max", "while", "serial")]
+
+
+# Alignment and launch-bounds attributes the grammar does not know.
+ATTRIBUTES = """
+template <int TILE>
+__global__ void __launch_bounds__(TILE) staged(const float* __restrict__ x, float* __restrict__ y) {
+  __shared__ __align__(16) float stage[TILE * 4];
+  extern __shared__ __align__(sizeof(float4)) unsigned char raw[];
+  stage[threadIdx.x] = x[blockIdx.x * TILE + threadIdx.x];
+  __syncthreads();
+  y[blockIdx.x * TILE + threadIdx.x] = stage[TILE - 1 - threadIdx.x];
+}
+
+void run(const float* x, float* y, int n) {
+  staged<128><<<n / 128, 128, 64>>>(x, y);
+}
+"""
+
+
+def test_alignment_attributes_do_not_break_shared_arrays():
+    f = parse_cuda(ATTRIBUTES, "k.cu")
+    assert f.parse_errors == []
+    # the stage tile holds TILE * 4 floats, TILE being the 128 every launch passes; no phantom array
+    assert sorted((e.what, e.value, e.labels["dynamic"]) for e in f.shared) == [
+        ("raw", None, "true"), ("stage", 2048, "false")]
