@@ -118,6 +118,9 @@ class _Walker(LoopPatterns):
                 self.walk(c)
             self.depth -= 1
             return
+        if t in ("preproc_if", "preproc_elif"):
+            self._preproc_branch(n)
+            return
         handler = getattr(self, "on_" + t, None)
         if handler is not None and handler(n) is False:
             return
@@ -137,6 +140,22 @@ class _Walker(LoopPatterns):
             self._define(self.text(name), eval_int(self.text(arg), self.macros))
             self.macro_text[self.text(name)] = self.text(arg)
         return False
+
+    def _preproc_branch(self, n: ts.Node) -> None:
+        """`#if 0 ... #else ... #endif`: code behind a condition the file's own integers decide to be false
+        is never compiled (no barrier or atomic of it is the kernel's), and a true condition rules its
+        #elif/#else out; an undecided condition (a macro from a header) keeps every branch."""
+        cond = n.child_by_field_name("condition")
+        alternative = n.child_by_field_name("alternative")
+        text = self.text(cond) if cond is not None else ""
+        value = 0 if text.strip() == "false" else 1 if text.strip() == "true" else eval_int(text, self.macros)
+        for c in n.children:
+            if c is cond or (c.type in ("#if", "#elif", "#endif") and not c.is_named):
+                continue
+            is_alternative = alternative is not None and c.id == alternative.id
+            if (value == 0 and not is_alternative) or (value not in (0, None) and is_alternative):
+                continue
+            self.walk(c)
 
     def on_preproc_function_def(self, n: ts.Node) -> bool:
         name, params, body = (n.child_by_field_name(f) for f in ("name", "parameters", "value"))

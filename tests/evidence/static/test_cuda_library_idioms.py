@@ -353,3 +353,34 @@ def test_alignment_attributes_do_not_break_shared_arrays():
     # the stage tile holds TILE * 4 floats, TILE being the 128 every launch passes; no phantom array
     assert sorted((e.what, e.value, e.labels["dynamic"]) for e in f.shared) == [
         ("raw", None, "true"), ("stage", 2048, "false")]
+
+
+# Code switched off with the preprocessor is never compiled.
+DISABLED_CODE = """
+#define USE_ATOMIC_TAIL 0
+
+__global__ void rowcopy(const float* x, float* y, float* tail) {
+  __shared__ float row[128];
+  row[threadIdx.x] = x[blockIdx.x * 128 + threadIdx.x];
+#if 0
+  __syncthreads();
+  atomicAdd(tail, row[0]);
+#endif
+#if USE_ATOMIC_TAIL
+  atomicAdd(tail, row[127]);
+#else
+  __syncwarp();
+#endif
+#if ARCH_FROM_A_HEADER
+  __threadfence();
+#endif
+  y[blockIdx.x * 128 + threadIdx.x] = row[threadIdx.x];
+}
+"""
+
+
+def test_code_behind_a_false_preprocessor_condition_gives_no_barrier_or_atomic():
+    f = parse_cuda(DISABLED_CODE, "k.cu")
+    assert [e.what for e in f.atomics] == []
+    # the #else of a false condition is compiled; a condition the file cannot decide keeps its code
+    assert [e.what for e in f.syncs] == ["__syncwarp", "__threadfence"]
