@@ -4,7 +4,8 @@ One parse and one walk of the `.cu` file collect kernels and their launches, `__
 arrays with sizes, barriers, atomics, warp primitives, tensor-core calls, accumulator dtypes
 (e.g. float accumulation of half inputs), loops with their pattern (thread-strided, tree
 reduction, serial) and threadIdx/blockIdx indexing. Nothing is compiled or executed. The facts' data model is
-`cuda_model.py`, loop patterns `cuda_loops.py`, element types and constant folding `cuda_types.py`.
+`cuda_model.py`, loop patterns `cuda_loops.py`, macros and `#if` `cuda_macros.py`, template
+instances `cuda_templates.py`, element types and constant folding `cuda_types.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import tree_sitter_cuda
 
 from evidence.static.cuda_loops import WORD as _WORD
 from evidence.static.cuda_loops import LoopPatterns
+from evidence.static.cuda_macros import MacroReading, blank_attributes
 from evidence.static.cuda_model import CudaFacts, CudaFunction, Event
+from evidence.static.cuda_templates import launch_instances
 from evidence.static.cuda_types import CTYPES, SIZEOF, dtype_of, eval_int, lanes_of, sizeof_bytes
 
 SYNC = ("__syncthreads", "__syncwarp", "__threadfence", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
@@ -27,8 +30,6 @@ BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _INDEX_DTYPES = ("int32", "int64", "uint32", "uint64")
 _NOT_FUNCTIONS = {"true", "false", "const", "unsigned", "signed", "typename", "class", "struct", "volatile", "void",
                   "dim3", "nullptr", "sizeof"}
-# compiler attributes the grammar does not know (one level of nested parentheses in their arguments)
-_ATTRIBUTE = re.compile(rb"\b(?:__align__|__launch_bounds__)\s*\((?:[^()]|\([^()]*\))*\)")
 # read-modify-write members of cuda::atomic / cuda::atomic_ref / std::atomic objects
 _ATOMIC_METHODS = ("fetch_", "exchange", "compare_exchange")
 # loads that only read through the pointer they are given
@@ -44,7 +45,7 @@ def _parser() -> ts.Parser:
 
 
 
-class _Walker(LoopPatterns):
+class _Walker(LoopPatterns, MacroReading):
     def __init__(self, src: bytes, file: str, instances: dict[str, dict[str, str]] | None = None) -> None:
         self.src, self.facts = src, CudaFacts(file)
         # kernel -> {template parameter: the C type every launch of it passes} (`kern<float><<<...>>>`)
@@ -134,69 +135,6 @@ class _Walker(LoopPatterns):
             self.fn = None
 
     # -- handlers -------------------------------------------------------------------------
-    def on_preproc_def(self, n: ts.Node) -> bool:
-        name, arg = n.child_by_field_name("name"), n.child_by_field_name("value")
-        if name is not None and arg is not None:
-            self._define(self.text(name), eval_int(self.text(arg), self.macros))
-            self.macro_text[self.text(name)] = self.text(arg)
-        return False
-
-    def _preproc_branch(self, n: ts.Node) -> None:
-        """`#if 0 ... #else ... #endif`: code behind a condition the file's own integers decide to be false
-        is never compiled (no barrier or atomic of it is the kernel's), and a true condition rules its
-        #elif/#else out; an undecided condition (a macro from a header) keeps every branch."""
-        cond = n.child_by_field_name("condition")
-        alternative = n.child_by_field_name("alternative")
-        text = self.text(cond) if cond is not None else ""
-        value = 0 if text.strip() == "false" else 1 if text.strip() == "true" else eval_int(text, self.macros)
-        for c in n.children:
-            if c is cond or (c.type in ("#if", "#elif", "#endif") and not c.is_named):
-                continue
-            is_alternative = alternative is not None and c.id == alternative.id
-            if (value == 0 and not is_alternative) or (value not in (0, None) and is_alternative):
-                continue
-            self.walk(c)
-
-    def on_preproc_function_def(self, n: ts.Node) -> bool:
-        name, params, body = (n.child_by_field_name(f) for f in ("name", "parameters", "value"))
-        if name is not None and params is not None and body is not None:
-            self.macro_funcs[self.text(name)] = (_WORD.findall(self.text(params)), self.text(body))
-        return False
-
-    def _macro_loop(self, n: ts.Node) -> None:
-        """A loop spelled `MACRO(i, n) { body }`: its pattern is that of the `for` the macro expands to when
-        the file defines it, grid_stride for the libraries' KERNEL_LOOP macros (Caffe's, PyTorch's, mmcv's
-        CUDA_KERNEL_LOOP / CUDA_1D_KERNEL_LOOP are grid-stride loops), else unknown."""
-        self.depth += 1
-        decl = n.child_by_field_name("declarator")
-        head = decl.child_by_field_name("declarator") if decl is not None else None
-        name = self.text(head) if head is not None else ""
-        params = decl.child_by_field_name("parameters") if decl is not None else None
-        args = [self.text(c) for c in (params.named_children if params is not None else ())]
-        pattern = "unknown"
-        formals, body = self.macro_funcs.get(name, ([], ""))
-        for formal, actual in zip(formals, args):
-            body = re.sub(rf"\b{re.escape(formal)}\b", actual, body)
-        m = re.match(r"\s*for\s*\((.*?);(.*?);(.*)\)\s*$", body.replace("\\\n", " "), re.S)
-        if m:
-            init, update = m.group(1), m.group(3)
-            pattern = self._pattern(init, update)
-            var = _WORD.findall(init.split("=")[0])[-1:]
-            if var and re.search(r"threadIdx", init):
-                self.thread_vars.update(var)
-        elif name not in self.macro_funcs and re.search(r"KERNEL_LOOP", name):
-            pattern = "grid_stride"
-        self.facts.loops.append(Event("for", self.fn.name, n.start_point[0] + 1, n.end_point[0] + 1,
-                                      labels={"pattern": pattern, "macro": name}, value=float(self.depth)))
-
-    def _define(self, name: str, value: int | None) -> None:
-        """Record a compile-time integer. A name defined twice with different values (the two
-        branches of an `#if`, which this reader does not evaluate) has no single value: it
-        folds to unknown rather than to whichever definition came last."""
-        if name in self.macros and self.macros[name] != value:
-            value = None
-        self.macros[name] = value
-
     def on_function_definition(self, n: ts.Node) -> None:
         decl = n.child_by_field_name("declarator")
         head = self.src[n.start_byte:decl.start_byte if decl else n.start_byte].decode(errors="replace")
@@ -688,53 +626,12 @@ def _error_spans(root: ts.Node) -> list[tuple[int, int]]:
     return merged
 
 
-def _instances(facts: CudaFacts) -> dict[str, dict[str, str]]:
-    """{kernel: {template parameter: C type}} where every launch of the kernel names its template
-    arguments and they agree on a C scalar type (`RoIAlignFwd<float><<<...>>>`)."""
-    out: dict[str, dict[str, str]] = {}
-    for name, params in facts.template_params.items():
-        launches = [e for e in facts.launches if e.what == name.rsplit("::", 1)[-1]]
-        if not params or not launches or any("template_args" not in e.labels for e in launches):
-            continue
-        seen: list[set[str]] = [set() for _ in params]
-        for e in launches:
-            args = _split_args(e.labels["template_args"][1:-1])
-            for i in range(len(params)):
-                seen[i].add(args[i].strip() if i < len(args) else "")
-        subst = {p: next(iter(v)) for p, v in zip(params, seen)
-                 if len(v) == 1 and (next(iter(v)) in CTYPES or re.fullmatch(r"\d+", next(iter(v))))}
-        if subst:
-            out[name] = subst
-    return out
-
-
-def _split_args(text: str) -> list[str]:
-    """Template arguments split at the commas outside nested <>/()."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "<(" and 1 or 0
-        depth -= ch in ">)" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
-
-
-def _blank_attributes(src: bytes) -> bytes:
-    """`__align__(16)` and `__launch_bounds__(256, 2)` blanked out (same length, newlines kept): the grammar
-    does not know them, and `__shared__ __align__(16) float s[N];` parsed into an error and a phantom
-    shared scalar named after the size's first word. They say nothing the facts use."""
-    return _ATTRIBUTE.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), src)
-
-
 def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
-    src = _blank_attributes(source.encode())
+    src = blank_attributes(source.encode())
     tree = _parser().parse(src)
     w = _Walker(src, file)
     w.walk(tree.root_node)
-    instances = _instances(w.facts)
+    instances = launch_instances(w.facts)
     if instances:  # read the kernels again with the types their launches instantiate
         w = _Walker(src, file, instances)
         w.walk(tree.root_node)
