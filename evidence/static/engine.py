@@ -22,12 +22,13 @@ from evidence.static.dialect import DialectInfo, detect
 from evidence.static.evaluate import Evaluator
 from evidence.static.framework import SEMANTIC_HOOKS, Finding, Rule, RuleFailure, rules_for
 from evidence.static.helper_args import call_arguments, top_level_defaults, top_level_params
-from evidence.static.helper_classes import Instance, ObjectModel, annotation_class
+from evidence.static.engine_objects import ObjectCalls
+from evidence.static.helper_classes import ObjectModel
 from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
 from evidence.static.param_bindings import bind_params
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
-from evidence.static.records import Record, RecordClass
+from evidence.static.records import RecordClass
 from evidence.static.scope import Scope, entry_scope
 from evidence.static.rulekit import matmul_operands
 from evidence.static.shapes import MATMUL_CALLS, Binding, Dtype, LoopVar, Tensor
@@ -77,7 +78,7 @@ class Analysis:
     method_calls: dict[tuple[str, str], list[dict[str, object]]] = field(default_factory=dict)
 
 
-class Engine(cst.CSTVisitor):
+class Engine(ObjectCalls, cst.CSTVisitor):
     METADATA_DEPENDENCIES: tuple = ()
 
     def __init__(
@@ -334,34 +335,6 @@ class Engine(cst.CSTVisitor):
         self.loop_stack = []
         return True
 
-    def _bind_objects(self, node: cst.FunctionDef, scope: dict[str, Binding], owner: str | None) -> None:
-        """A method's receiver is the object its calls agree on, else one of its own class; a parameter
-        the calls leave unknown but annotated with a submission class is an object of that class."""
-        p = node.params
-        positional = [*p.posonly_params, *p.params]
-        if owner is not None and positional and not any(
-                isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators):
-            first = positional[0].name.value
-            if not isinstance(scope[first].value, (Instance, Record)):
-                classmethod = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
-                                  for d in node.decorators)
-                scope[first] = Binding(None if classmethod else Instance((self.file, owner)), names=frozenset({first}))
-        for q in (*positional, *p.kwonly_params):
-            name = q.name.value
-            if q.annotation is not None and scope.get(name) is not None and scope[name].value is None:
-                cls = annotation_class(q.annotation.annotation, self.objects.classes)
-                if cls is not None:
-                    scope[name] = Binding(Instance(cls), names=frozenset({name}))
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        # a class body binds names in its own namespace, never in the module's
-        self._classes.append(node.name.value if not self.function_stack else "")
-        self.scopes.append({})
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.pop()
-        self.scopes.pop()
-
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.function_stack.pop()
         self._emit("leave_function", fn)
@@ -526,39 +499,6 @@ class Engine(cst.CSTVisitor):
         for loop in self.loop_stack:
             loop.calls.append(info)
         self._emit("on_call", info)
-
-
-    def _method_call(self, node: cst.Call) -> None:
-        """Record the arguments of a call through an object (`mgr.alloc(...)`), of a method named through
-        its class (`Tiles.plan(...)`) or of a constructor (`Mgr(...)` runs `__init__` on a new object)."""
-        func, receiver, through_class = node.func, None, False
-        if isinstance(func, cst.Name) and func.value in self.objects.classes and func.value not in self.ev.records:
-            cls, name, receiver = self.objects.classes[func.value], "__init__", Instance(self.objects.classes[func.value])
-        elif isinstance(func, cst.Attribute):
-            owner = self.value(func.value)
-            if isinstance(owner, Instance):
-                cls, name, receiver = owner.cls, func.attr.value, owner
-            elif isinstance(owner, Record) and owner.cls in self.objects.classes:  # a config dataclass's method
-                cls, name, receiver = self.objects.classes[owner.cls], func.attr.value, owner
-            elif isinstance(func.value, cst.Name) and func.value.value in self.objects.classes:
-                cls, name, through_class = self.objects.classes[func.value.value], func.attr.value, True
-            else:
-                return
-        else:
-            return
-        ref = self.objects.method(cls, name)
-        if ref is None:
-            return
-        params = ref.params
-        if through_class and ref.receiver is not None and ref.kind == "instance":
-            params = (ref.receiver, *params)  # `Cls.meth(obj, ...)` passes the receiver itself
-        args = call_arguments(node, params, self.value, ref.defaults)
-        if receiver is not None and ref.receiver is not None:
-            args[ref.receiver] = receiver
-        if ref.module == self.file:
-            self.helper_calls.setdefault(ref.qualname, []).append(args)
-        else:
-            self.method_calls.setdefault((ref.module, ref.qualname), []).append(args)
 
 
 class _ExactEngine(Engine):
