@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
-from evidence.nki.trace import SMALL_DMA_BYTES_PER_PARTITION
+from evidence.nki.trace_items import repeats_small_transfers
 
 CORROBORATION_VERSION = "5"
 CONFLICT_KIND = "evidence.conflict"
@@ -194,19 +194,13 @@ def _not_executed(item: EvidenceItem, trace: _Trace) -> EvidenceItem | None:
         "labels": {**item.labels, "trace": "not_executed", "trace_reason": reason}})
 
 
-def _repeats_small_transfers(line: EvidenceItem) -> bool:
-    """Did this line issue transfers under 512 B per partition more than once (the trace's small-transfer pattern)?"""
-    m = line.metrics
-    n = m.get("dma_count", 0)
-    return n > 1 and m.get("dma_bytes", 0) / n / max(m.get("dma_partitions_mean", 1.0), 1.0) < SMALL_DMA_BYTES_PER_PARTITION
-
-
 def _measured_transfers(item: EvidenceItem, trace: _Trace, verdict: str | None) -> EvidenceItem:
     """`item` (a small-dma finding) labelled with the trace's verdict when its lines are in it (see the module doc)."""
     loc = item.location
     if verdict not in ("pattern", "mostly") or loc is None:
         return item
-    if not any(_repeats_small_transfers(line) for line in trace.span(loc.file, loc.start_line, loc.end_line)):
+    if not any(repeats_small_transfers(m.get("dma_count", 0), m.get("dma_bytes", 0), m.get("dma_partitions_mean", 1.0))
+               for m in (line.metrics for line in trace.span(loc.file, loc.start_line, loc.end_line))):
         return item
     return item.model_copy(update={"labels": {**item.labels, "dma_sizes": verdict}})
 

@@ -68,12 +68,12 @@ def access(st, c, written) -> None:
     reads of placed tensors against their neighbours' writes, then record the write."""
     seq = st.instr_seq
     for t in c.ins:
-        p = getattr(t.alloc, "placement", None)
+        p = t.alloc.placement
         if p is not None and p.neighbours:
             _check_read(st, p, view_box(t, p), seq)
     if written is None:
         return
-    p = getattr(written.alloc, "placement", None)
+    p = written.alloc.placement
     if p is None:
         return
     box = view_box(written, p)

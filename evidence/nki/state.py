@@ -281,6 +281,7 @@ class State:
             self.sbuf_live -= amount
 
 
+# the flag the static rule shared-hbm-nested also reads (evidence.static keeps no dependency on the simulator)
 SKIP_NESTED_SHARED_HBM = "skip-non-top-level-shared-hbm-check"
 
 

@@ -128,10 +128,16 @@ def _small_transfer_lines(report: Report) -> tuple[int, int]:
     transfer (the whole [rows, 1] result stored once) is as batched as the data allows."""
     lines = bytes_ = 0
     for s in report.lines:
-        if s.dma_count > 1 and s.dma_bytes / s.dma_count / max(s.dma_partitions_mean, 1.0) < SMALL_DMA_BYTES_PER_PARTITION:
+        if repeats_small_transfers(s.dma_count, s.dma_bytes, s.dma_partitions_mean):
             lines += 1
             bytes_ += s.dma_bytes
     return lines, bytes_
+
+
+def repeats_small_transfers(dma_count: float, dma_bytes: float, partitions_mean: float) -> bool:
+    """Does a line issue transfers under 512 B per partition more than once (a line of the small-transfer
+    pattern; evidence.corroborate asks it of a `sim.line` item's metrics)?"""
+    return dma_count > 1 and dma_bytes / dma_count / max(partitions_mean, 1.0) < SMALL_DMA_BYTES_PER_PARTITION
 
 
 def _line_item(s, analyzer: str, located) -> EvidenceItem | None:

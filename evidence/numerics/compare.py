@@ -107,7 +107,7 @@ class Comparison:
 
     def metrics(self) -> dict[str, float]:
         packed = {"coded_count": float(self.coded_count)} if self.coded_count else {}  # only where lanes are packed
-        return {**packed, 
+        return {**packed,
             "rel_l2": self.rel_l2, "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err,
             "mismatch_fraction": self.mismatch_fraction, "nan_count": float(self.nan_count),
             "inf_count": float(self.inf_count), "rtol": self.rtol, "atol": self.atol,

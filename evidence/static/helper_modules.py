@@ -259,16 +259,17 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
                         scope=_scope(trees[path], reached[path]), imported=imported, callers=calls.get(path),
                         takes_inputs=False, records=records, objects=objects)
             results.append(a)
+        skips = path in skipping or any(f.is_kernel and skips_check(f.node) for f in a.functions)
         for key, sites in a.imported_calls.items():
             module, _, fn = key.partition(".")
             target = names[key] if key in names else (mods[module], fn) if fn and module in mods else None
             if target is not None:
                 calls.setdefault(target[0], {}).setdefault(target[1], []).extend(sites)
-                if path in skipping or any(f.is_kernel and skips_check(f.node) for f in a.functions):
+                if skips:
                     skipping.add(target[0])
         for (module, method), sites in a.method_calls.items():
             calls.setdefault(module, {}).setdefault(method, []).extend(sites)
-            if path in skipping or any(f.is_kernel and skips_check(f.node) for f in a.functions):
+            if skips:
                 skipping.add(module)
     assert first is not None
     return first, results
