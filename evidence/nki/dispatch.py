@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from evidence.nki import dtypes, placement
+from evidence.nki import dtypes, fp8_rounding, placement
 from evidence.nki import state as _state
 from evidence.nki.access_pattern import UnaddressableView
 from evidence.nki.accumulation import COPY_OPS, is_addition
@@ -102,6 +102,8 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     if st.pstart_views:
         partition_start(st, c)
     p = c.p
+    if p and "fp8_scaled" in p:
+        fp8_rounding.judge(st, c, written)
     same = p.get("same") if p else False  # `t[idx] += x` assigning t[idx] to itself touches no data
     if c.engine is not None:
         _record(st, op, c, written, st.redundant_bytes - redundant_before)

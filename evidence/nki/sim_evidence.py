@@ -24,6 +24,7 @@ FINDING_SEVERITY = {
     "err_unexpected_output_dependencies": Severity.high,
     "uninitialized_read": Severity.high,
     "overlapping_placement": Severity.high,
+    "fp8_rerounded": Severity.medium,
     "err_tensor_output_not_written_to": Severity.high,
     "output_not_fully_written": Severity.high,
     "sbuf_capacity_exceeded": Severity.medium,

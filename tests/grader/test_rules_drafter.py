@@ -248,6 +248,16 @@ def test_fp32_operands_cost_precision_only_against_a_stated_tolerance():
     assert draft(bundle(MATCHING, KERNEL_FACT, stated)).criterion("precision").score == 3
 
 
+def test_dequantised_fp8_values_rounded_back_to_fp8_cap_precision_at_2_and_no_other_finding_does():
+    rerounded = item("sim.finding:fp8_rerounded:kernel.py:14", "sim.finding", "medium", line=14,
+                     labels={"code": "fp8_rerounded"})
+    other = item("sim.finding:partition_start_rule:kernel.py:14", "sim.finding", "medium", line=14,
+                 labels={"code": "partition_start_rule"})
+    c = draft(bundle(MATCHING, KERNEL_FACT, rerounded)).criterion("precision")
+    assert c.score == 2 and "sim.finding:fp8_rerounded:kernel.py:14" in {x.evidence_id for x in c.citations}
+    assert draft(bundle(MATCHING, KERNEL_FACT, other)).criterion("precision").score == 5
+
+
 def test_unstable_variance_in_low_precision_caps_precision_at_1():
     risky = item("nki.unstable-variance:kernel.py:20", "nki.unstable-variance", "medium", line=20)
     fp32 = item("nki.unstable-variance:kernel.py:20", "nki.unstable-variance", "low", line=20)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evidence.nki import dtypes, undefined
+from evidence.nki import dtypes, fp8_rounding, undefined
 from evidence.nki.dispatch import Call
 from evidence.nki.indexing import MaskExpr, full_mask
 from evidence.nki.ops.base import (
@@ -95,6 +95,9 @@ def binary(name: str) -> Op:
             default = dtypes.promote(scalar_dtype(x), scalar_dtype(y))
         c.ins = tiles
         c.p["xy"] = (x, y)
+        for data, scale in ((x, y), (y, x)) if name == "multiply" else ((x, y),):
+            if isinstance(data, Tensor):
+                fp8_rounding.mark(c, data, name, scale)
         c.p["int"] = name in BITWISE or (name in INT_OK and _is_int(x) and _is_int(y))
         c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, default))
         return c
@@ -128,6 +131,8 @@ def check_tensor_tensor(st, data1, data2, op, *, dtype=None, mask=None, engine=N
     c.ins = [a, b]
     default = dtypes.bool_ if name in BOOL_RESULT else dtypes.promote(a.dtype, b.dtype)
     c.p.update(fn=fn, int=name in BITWISE or (name in INT_OK and _is_int(a) and _is_int(b)))
+    for data, scale in ((a, b), (b, a)) if name == "multiply" else ((a, b),):
+        fp8_rounding.mark(c, data, name, scale)
     c.out = c.result = fresh(st, a.shape, resolve_dtype(st, dtype, default))
     return c
 
@@ -162,6 +167,8 @@ def check_tensor_scalar(st, data, op0, operand0, reverse0=False, op1=None, opera
     c.p.update(f0=f0, f1=f1, o0=scalar_operand(st, operand0, data, "tensor_scalar", "operand0"),
                o1=scalar_operand(st, operand1, data, "tensor_scalar", "operand1") if f1 else None,
                r0=reverse0, r1=reverse1, i0=n0 in BITWISE, i1=n1 in BITWISE)
+    fp8_rounding.mark(c, data, n0, operand0)
+    fp8_rounding.mark(c, data, n1, operand1)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     return c
 
@@ -196,8 +203,10 @@ def check_scalar_tensor_tensor(st, *, data, op0, operand0, op1, operand1, revers
     c = Call("nisa.scalar_tensor_tensor", "vector")
     c.mask = op_mask(st, mask)
     c.ins = [data, other]
-    c.p.update(f0=resolve_op(st, BINARY, op0, "op0")[1], f1=resolve_op(st, BINARY, op1, "op1")[1],
+    n0, f0 = resolve_op(st, BINARY, op0, "op0")
+    c.p.update(f0=f0, f1=resolve_op(st, BINARY, op1, "op1")[1],
                o0=scalar_operand(st, operand0, data, "scalar_tensor_tensor", "operand0"), r0=reverse0, r1=reverse1)
+    fp8_rounding.mark(c, data, n0, operand0)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, dtypes.promote(data.dtype, other.dtype)))
     return c
 
@@ -241,6 +250,8 @@ def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, redu
                # an explicit reduce_cmd drives ScalarE's accumulator registers; without one, reduce_res gets this
                # instruction's own reduction (the beta behaviour kernels rely on)
                cmd=None if reduce_cmd is None else reduce_command(st, reduce_cmd, REDUCE_IDLE))
+    if name in fp8_rounding.COPY_FUNCTIONS:
+        fp8_rounding.mark(c, data, "multiply", scale)
     c.out = c.result = fresh(st, data.shape, resolve_dtype(st, dtype, data.dtype))
     if reduce_res is not None and st.trace_only:
         reduce_res.write(np.zeros(()))
