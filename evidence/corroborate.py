@@ -35,6 +35,10 @@ Small transfers (`small-dma`) are measured by the trace too: `sim.dma_sizes` say
 pattern of a few lines or most of the bytes, and the rubric weighs that verdict. A finding whose own lines issued
 transfers under 512 B per partition again and again in the run is labelled `dma_sizes` with that verdict (`pattern` |
 `mostly`), so the rubric does not count the same transfers twice, once from the source and once from the trace.
+The cost model prices batching all of a kernel's small transfers at once (`perf.whatif` code `small-dma`, always
+reported when there are any): every `small-dma` finding is labelled `whatif` = `minor` when that fix gains under
+MATERIAL_TRANSFER_SPEEDUP, `material` from it, `none` without such a what-if; the performance criterion then takes
+its point from the what-if alone.
 
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
@@ -51,7 +55,7 @@ from collections.abc import Iterable
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.trace_items import repeats_small_transfers
 
-CORROBORATION_VERSION = "5"
+CORROBORATION_VERSION = "6"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -69,6 +73,9 @@ ISOLATED_FRACTION = 5e-3
 # their fixed cost dominates the transpose's), and attention_tkg's transposed-K load at 1.00x
 NEGLIGIBLE_SPEEDUP = 1.01
 _IMPACT_WHATIFS = {"nki.load-transpose-in-loop": "dma-transpose"}
+# From this speedup the rubric takes time for small transfers on the cost model's word (its `small-dma` what-if
+# rule); under it the fix is headroom a reviewer calls small, and the static finding takes no point of its own
+MATERIAL_TRANSFER_SPEEDUP = 1.3
 # Significant bits (with the implicit one) of output dtypes: half a unit roundoff is 2**-(bits + 1).
 _SIGNIFICAND_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
 
@@ -205,6 +212,14 @@ def _measured_transfers(item: EvidenceItem, trace: _Trace, verdict: str | None) 
     return item.model_copy(update={"labels": {**item.labels, "dma_sizes": verdict}})
 
 
+def _transfer_whatif(whatifs: dict[tuple, EvidenceItem]) -> str:
+    """What the cost model says batching the kernel's small transfers gains: minor | material | none."""
+    w = next((w for (code, _, _), w in whatifs.items() if code == "small-dma"), None)
+    if w is None:
+        return "none"
+    return "material" if w.metrics.get("speedup", 1.0) >= MATERIAL_TRANSFER_SPEEDUP else "minor"
+
+
 def _impact(item: EvidenceItem, whatifs: dict[tuple, EvidenceItem]) -> EvidenceItem:
     """`item` labelled with what the cost model says its fix gains (see the module doc)."""
     loc = item.location
@@ -245,6 +260,7 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
                 item = _impact(item, whatifs)
         if item.kind == "nki.small-dma":
             item = _measured_transfers(item, trace, sizes)
+            item = item.model_copy(update={"labels": {**item.labels, "whatif": _transfer_whatif(whatifs)}})
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

@@ -47,7 +47,7 @@ def static_hints(submission: Submission) -> list[tuple[str, int, int, str]]:
 
 class PerfCollector(Collector):
     name = "perf"
-    version = "2"
+    version = "3"
     kinds: ClassVar[dict[str, str]] = {**PERF_KINDS, **CLAIM_CHECK_KINDS}
     timeout_s: float = 120.0
     reference_timeout_s: float = 60.0  # unused (no reference runs here); accepted with the simulator's options

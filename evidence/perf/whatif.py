@@ -31,8 +31,9 @@ _ELEMENTWISE_ENGINES = ("vector", "scalar", "gpsimd")
 _DMA_TRANSPOSE_OPS = ("load_transpose2d", "nisa.dma_transpose")
 # Findings whose what-if is always estimated and reported, gain or not: the rubric weighs them by what fixing them
 # buys (evidence.corroborate labels the finding's `impact`), so "no gain" is evidence too. A DMA transpose costs
-# time only on the critical path (REFERENCE §5.3 rule 10: in memory-bound code, where PE is idle).
-WEIGHED_FINDINGS = ("dma-transpose",)
+# time only on the critical path (REFERENCE §5.3 rule 10: in memory-bound code, where PE is idle). Small transfers
+# (one candidate per kernel, all lines together) cost what their fixed per-transfer overhead adds to that path.
+WEIGHED_FINDINGS = ("dma-transpose", "small-dma")
 MAX_WEIGHED = 4
 SMALL_DMA_BYTES = 2048  # per partition: REFERENCE §5.2 asks for >= 2 KiB, saturation from 4 KiB
 BATCHED_DMA_BYTES = 4096

@@ -242,3 +242,19 @@ def test_line_items_say_whether_every_line_that_ran_has_one():
 
     assert labels(3) == {"all"}
     assert labels(MAX_LINE_ITEMS + 5) == {f"top {MAX_LINE_ITEMS}"}
+
+
+def _small_dma_whatif(speedup, line=40):
+    return EvidenceItem(id=f"perf.whatif:small-dma:{line}", kind="perf.whatif", analyzer="t@1", title="what-if",
+                        location=Location(file="k.py", start_line=line, end_line=line),
+                        metrics={"speedup": speedup}, labels={"code": "small-dma"})
+
+
+def test_small_transfer_findings_carry_what_batching_the_kernels_small_transfers_gains():
+    # one what-if prices all of a kernel's small transfers together, wherever it is located
+    finding = _item("nki.small-dma", 20)
+    assert _by_kind(corroborate([finding, _small_dma_whatif(1.13)]))["nki.small-dma"].labels["whatif"] == "minor"
+    assert _by_kind(corroborate([finding, _small_dma_whatif(1.3)]))["nki.small-dma"].labels["whatif"] == "material"
+    assert _by_kind(corroborate([finding]))["nki.small-dma"].labels["whatif"] == "none"
+    transpose = _transpose_whatif(20, 3.0)  # another fix's what-if at the finding's own line says nothing about it
+    assert _by_kind(corroborate([finding, transpose]))["nki.small-dma"].labels["whatif"] == "none"

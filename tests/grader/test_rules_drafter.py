@@ -175,6 +175,16 @@ def test_ratio_rules_read_two_metrics():
     assert not item_matches(half_small, item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 0.0}))
 
 
+def test_small_transfers_cost_a_performance_point_unless_the_cost_model_prices_batching_them_under_1_3x():
+    trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 2.0, "dma_count": 10.0})
+    scores = {}
+    for priced in ("minor", "material", "none"):
+        small = item("nki.small-dma:kernel.py:3", "nki.small-dma", "medium", line=3, labels={"whatif": priced})
+        scores[priced] = draft(bundle(MATCHING, KERNEL_FACT, trace, small)).criterion("performance").score
+    # the criterion starts at 4 ("small headroom"), which is what a fix worth under 1.3x leaves
+    assert scores == {"minor": 4, "material": 3, "none": 3}
+
+
 def test_small_transfers_count_by_the_bytes_they_move():
     def sizes(pattern):
         return item("sim.dma_sizes:kernel.py", "sim.dma_sizes", labels={"small_transfers": pattern})
