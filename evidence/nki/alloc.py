@@ -28,7 +28,7 @@ class Alloc:
     __slots__ = ("buffer", "dtype", "shape", "data", "wmask", "stamp", "lmask", "name", "param",
                  "mutable", "pdim", "state", "held", "origin", "dep_reported", "site", "uid", "writer", "readers",
                  "whole_writer", "block_writers", "unwritten", "cov", "lcov", "stamp_boxes", "zeros", "live",
-                 "placed", "placement", "__weakref__")
+                 "placed", "placement", "pend", "__weakref__")
 
     def __init__(self, st, buffer: str, shape: tuple[int, ...], dt, data: np.ndarray | None,
                  pdim: int = 0, name: str = "", uninit: bool = False) -> None:
@@ -42,6 +42,7 @@ class Alloc:
         self.stamp = None
         self.stamp_boxes = None  # evidence.nki.stamp_boxes: the stamps as boxes until elements are needed
         self.lmask = None
+        self.pend = None  # kernel-created HBM: the line of each element's pending (unread) write (evidence.nki.overwrites)
         self.origin = None  # file:line of an undefined read some of the values held here derive from
         self.dep_reported = False  # output dependency already reported
         self.site = (None, 0)  # kernel file:line that created it (HBM tensors)

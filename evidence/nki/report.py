@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from evidence.nki import overwrites
 from evidence.nki.state import PSUM_BANKS, SBUF_USABLE_BYTES, State
 from evidence.nki.trace import ENGINES
 
@@ -81,6 +82,7 @@ class Report(BaseModel):
 
 def build_report(st: State) -> Report:
     agg = st.recorder.agg
+    overwrites.finding(st)
     findings = list(st.findings.values())
     usable = SBUF_USABLE_BYTES[st.target]
     out = [FindingModel(code=f.code, message=f.message, file=f.file, line=f.line, severity=f.severity) for f in findings]

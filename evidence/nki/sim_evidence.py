@@ -36,6 +36,9 @@ FINDING_SEVERITY = {
     "matmul_operand_in_psum": Severity.low,
     "benchmark_no_timing": Severity.info,
 }
+# Codes whose finding grades itself (the severity the simulator gave it): stores overwritten unread are medium
+# from a tenth of the HBM bytes stored, low below
+SELF_GRADED = frozenset({"hbm_store_overwritten"})
 SECURITY_FINDINGS = {HOST_COMPUTE: "host_compute", INPUT_MUTATION: "input_mutation"}
 # Error codes that say the simulator could not judge the kernel, not that the kernel is wrong.
 SIMULATOR_LIMIT_CODES = frozenset({"unsupported_op", "import_error", "timeout", "memory_limit", "cpu_limit", "crashed",
@@ -147,7 +150,8 @@ class SimEvidence:
             return security_item(self.analyzer, SECURITY_FINDINGS[f.code], Severity.high, f.message.split(";")[0][:120],
                                  f.message, where, "runtime")
         return self.item(
-            "sim.finding", (f.code, f.file, f.line or None), FINDING_SEVERITY.get(f.code, Severity.medium),
+            "sim.finding", (f.code, f.file, f.line or None),
+            Severity(f.severity) if f.code in SELF_GRADED else FINDING_SEVERITY.get(f.code, Severity.medium),
             headline("Simulator finding", f.code, f.message), location=where, detail=rest(f.message),
             labels={"code": f.code, "message": f.message[:500]})
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evidence.nki import dtypes
+from evidence.nki import dtypes, overwrites
 from evidence.nki import state as _state
 from evidence.nki.coverage import Coverage
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
@@ -165,6 +165,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                 for pid in (np.ndindex(*grid) if grid else [()]):
                     st.program_id, st.grid, st.shared_next = tuple(int(p) for p in pid), grid, 0
                     st.reset_path()
+                    overwrites.new_instance(st)
                     ret = func(*wrapped, **wkw)
                     st.sample_peaks()
                 digests.take_after(params, st.params_written, st.pipeline.parallel)  # on the workers too

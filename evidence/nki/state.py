@@ -91,6 +91,12 @@ class State:
         self.instr_seq = 0
         self.matmul_stationary: dict[tuple, tuple] = {}  # (file, line) -> the last tiny matmul's stationary (dispatch)
         self.redundant_bytes = 0
+        # HBM stores overwritten before anything read them (evidence.nki.overwrites): allocations tracked, bytes by
+        # the id of the line whose store was overwritten, and the lines by id (1-based)
+        self.pending_allocs: list = []
+        self.overwritten: dict[int, int] = {}
+        self.write_lines: list[tuple[str | None, int]] = []
+        self._write_line_ids: dict[tuple[str | None, int], int] = {}
         self.pstart_views = False  # some view breaks the partition start rule (dispatch.partition_start)
         self.param_writes: dict[int, tuple[str | None, int]] = {}
         self.params_written: set[int] = set()  # arguments some instruction wrote (any op, any path)
@@ -156,6 +162,15 @@ class State:
         key = (code,) if once_per_code else (code, file, line)
         if key not in self.findings:
             self.findings[key] = Finding(code, message, file, line, severity)
+
+    def write_line_id(self) -> int:
+        """The id (1-based; 0 past the int16 range) of the kernel line issuing the current write."""
+        at = self.where()
+        i = self._write_line_ids.get(at)
+        if i is None:
+            self.write_lines.append(at)
+            i = self._write_line_ids[at] = len(self.write_lines) if len(self.write_lines) < 32767 else 0
+        return i
 
     # --- loops and write provenance ------------------------------------------------------
     def new_alloc_id(self) -> int:

@@ -20,7 +20,7 @@ from numpy.lib.array_utils import byte_bounds
 
 from evidence.nki import dtypes
 from evidence.nki import state as _state
-from evidence.nki import access_pattern, coverage, dispatch, subscripts, undefined, view_methods, write_records
+from evidence.nki import access_pattern, coverage, dispatch, overwrites, subscripts, undefined, view_methods, write_records
 from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
 from evidence.nki.errors import UnsupportedMethodError
 from evidence.nki.host_access import HostAccessGuard
@@ -166,8 +166,10 @@ class Tensor(TensorOperators, HostAccessGuard):
                 write_records.sync(self.alloc)
                 if self._check_init(self.wmask, mask):
                     data = undefined.fill(data, self.wmask)
-            elif self.stamp is not None and self.alloc.param < 0 and not write_records.stamped(self):
-                self._check_init(self.stamp >= 0, mask)
+            elif self.stamp is not None and self.alloc.param < 0:
+                overwrites.consumed(self.alloc, self.stamp, ..., mask, self.region())
+                if not write_records.stamped(self):
+                    self._check_init(self.stamp >= 0, mask)
             if self.alloc.origin is not None:
                 undefined.inherit(self.alloc, data.dtype)
             return data
@@ -179,6 +181,7 @@ class Tensor(TensorOperators, HostAccessGuard):
             if self._check_init(written, m):
                 data = undefined.fill(data, written)
         elif parent.stamp is not None and parent.alloc.param < 0:
+            overwrites.consumed(parent.alloc, parent.stamp, idx)
             write_records.materialise_stamps(parent.alloc)
             self._check_init(parent.stamp[idx] >= 0, m)
         if parent.alloc.origin is not None:
@@ -196,8 +199,10 @@ class Tensor(TensorOperators, HostAccessGuard):
                 write_records.sync(self.alloc)
                 if not self.wmask.all():
                     return None
-        elif self.stamp is not None and self.alloc.param < 0 and not write_records.stamped(self):
-            return None
+        elif self.stamp is not None and self.alloc.param < 0:
+            if not write_records.stamped(self):
+                return None
+            overwrites.consumed(self.alloc, self.stamp, region=self.region())
         if self.alloc.origin is not None:
             undefined.inherit(self.alloc, self.data.dtype)
         return self.data

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from evidence.nki import overwrites
 from evidence.nki.indexing import fit_mask, full_mask
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ def stamp(st, alloc: Alloc, stamp: np.ndarray, idx, mask=None, accumulate: bool 
                 else:
                     output_dependency(st, alloc)
                 break
+    # after the dependency check: writes that collide across affine iterations are that defect, not wasted stores
+    overwrites.wrote(st, alloc, stamp, idx, mask, accumulate, indirect, None if prev is None else box)
     if alloc.param >= 0 and alloc.param not in st.param_writes:
         st.param_writes[alloc.param] = st.where()
 

@@ -244,3 +244,25 @@ def test_a_reference_numpy_computes_in_bf16_does_not_fail_a_kernel_that_matches_
         assert out.metrics["rel_l2"] < 1e-5
     else:  # a wrong kernel matches neither evaluation
         assert out.severity == Severity.high and "reference_evaluation" not in out.labels
+
+
+# an output stored inside its K loop (sweep 10): the overwritten stores are a sim.finding graded by their share
+STORED_EACH_PASS = HEAD + """@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(a.shape[0] // 128):
+        x = nl.load(a[i * 128:(i + 1) * 128, :])
+        acc = nl.add(acc, x)
+        nl.store(out, value=acc)
+    return out
+"""
+
+
+def test_stores_overwritten_unread_are_a_finding_graded_by_their_share():
+    ref = "def ref(a, b):\n    return a.reshape(-1, 128, 64).sum(0)\n"
+    by_kind, items = collect(submission(STORED_EACH_PASS, ref, inputs=[{"name": "a", "shape": [1024, 64]},
+                                                                       {"name": "b", "shape": [1, 1]}]))
+    (f,) = [i for i in items if i.kind == "sim.finding" and i.labels["code"] == "hbm_store_overwritten"]
+    assert f.severity == Severity.medium and f.location.start_line == 12  # 7 of 8 stores overwritten unread
+    assert "(88%)" in f.title and by_kind["sim.output"].metrics["matches"] == 1.0
