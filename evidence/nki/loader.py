@@ -189,7 +189,21 @@ def _execute(module: types.ModuleType, tree: ast.Module, source: str, filename: 
     except Exception as exc:
         line = innermost_line(exc, filename)
         kind = "import_error" if isinstance(exc, ImportError) else "python_error"
-        raise KernelLoadError(kind, f"{type(exc).__name__}: {exc}", display, line) from exc
+        raise KernelLoadError(kind, _import_message(exc), display, line) from exc
+
+
+def _import_message(exc: Exception) -> str:
+    """The error as the kernel's author reads it. A name missing from one of the simulator's NKI stand-in modules
+    is named under the module the kernel imported (`neuronxcc.nki`, `nki.language`, ...), not the stand-in's own
+    module and file, and the message says what it can mean."""
+    shim = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    missing = getattr(exc, "msg", "")
+    if not (shim and shim.startswith("evidence.nki.shim") and missing.startswith("cannot import name ")):
+        return f"{type(exc).__name__}: {exc}"
+    alias = next((n for n, m in sys.modules.items() if getattr(m, "__name__", None) == shim and n != shim), shim)
+    what = missing[len("cannot import name "):].split(" ")[0]
+    return (f"ImportError: cannot import name {what} from '{alias}': the simulator's '{alias}' has no such name "
+            "(an API it lacks, or a name no documented NKI release has)")
 
 
 # --- loading -----------------------------------------------------------------------------------

@@ -145,3 +145,17 @@ def test_only_writes_nothing_read_are_counted():
     sim = simulate(load_kernel(AFFINE_SAME_TILE, display="same.py").same_tile, x)
     assert {f.code for f in sim.report.findings} >= {"err_unexpected_output_dependencies"} and not _overwritten(sim)
 
+
+def test_a_name_missing_from_an_nki_module_is_named_under_that_module():
+    # transformers-neuronx's pre-release kernels import `program_id` from the top-level module (no documented NKI
+    # release has it there): the error named the simulator's own module and file
+    import pytest
+
+    from evidence.nki.errors import KernelLoadError
+
+    with pytest.raises(KernelLoadError) as info:
+        load_kernel("import numpy as np\nfrom neuronxcc.nki import program_id, affine_range\n", display="old.py")
+    err = info.value
+    assert err.code == "import_error" and err.line == 2
+    assert err.message.startswith("ImportError: cannot import name 'program_id' from 'neuronxcc.nki':")
+    assert "evidence" not in err.message and "shim" not in err.message
