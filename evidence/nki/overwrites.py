@@ -129,6 +129,16 @@ def consumed(alloc: Alloc, stamp: np.ndarray, idx=..., mask=None, region=None) -
         view[full_mask(mask, view.shape)] = 0
 
 
+def read_untracked(alloc: Alloc) -> None:
+    """An instruction read `alloc` through a view without stamps (a dtype view, `.ap(dtype=)`): every pending
+    write may be read."""
+    pend = alloc.pend
+    if isinstance(pend, dict):
+        pend.clear()
+    elif pend is not None:
+        pend[...] = 0
+
+
 def new_instance(st) -> None:
     """A new SPMD instance starts: writes of the earlier ones are not compared with its own."""
     for alloc in st.pending_allocs:

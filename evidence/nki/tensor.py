@@ -170,6 +170,8 @@ class Tensor(TensorOperators, HostAccessGuard):
                 overwrites.consumed(self.alloc, self.stamp, ..., mask, self.region())
                 if not write_records.stamped(self):
                     self._check_init(self.stamp >= 0, mask)
+            elif self.alloc.pend is not None:  # a dtype view of a kernel-created HBM tensor
+                overwrites.read_untracked(self.alloc)
             if self.alloc.origin is not None:
                 undefined.inherit(self.alloc, data.dtype)
             return data
@@ -184,6 +186,8 @@ class Tensor(TensorOperators, HostAccessGuard):
             overwrites.consumed(parent.alloc, parent.stamp, idx)
             write_records.materialise_stamps(parent.alloc)
             self._check_init(parent.stamp[idx] >= 0, m)
+        elif parent.alloc.pend is not None:
+            overwrites.read_untracked(parent.alloc)
         if parent.alloc.origin is not None:
             undefined.inherit(parent.alloc, data.dtype)
         return data.reshape(self.shape)
@@ -203,6 +207,8 @@ class Tensor(TensorOperators, HostAccessGuard):
             if not write_records.stamped(self):
                 return None
             overwrites.consumed(self.alloc, self.stamp, region=self.region())
+        elif self.alloc.pend is not None:
+            overwrites.read_untracked(self.alloc)
         if self.alloc.origin is not None:
             undefined.inherit(self.alloc, self.data.dtype)
         return self.data
