@@ -322,3 +322,18 @@ def test_a_dma_transpose_in_a_compute_bound_kernel_costs_no_platform_point():
         c = draft(bundle(MATCHING, KERNEL_FACT, transpose)).criterion("neuron_platform")
         cited = "nki.load-transpose-in-loop:kernel.py:3" in {x.evidence_id for x in c.citations}
         assert cited == lowered and (c.score == 4) == lowered, (regime, c.score, c.rationale)
+
+
+def test_stores_overwritten_unread_cost_a_memory_point_from_a_tenth_of_the_stored_bytes():
+    # an output stored inside the loop producing it (sweep 10): its repeated stores are redundant HBM traffic
+    trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 10.0})
+    reuse = item("sim.reuse", "sim.reuse", metrics={"redundant_ratio": 0.0})
+    base = draft(bundle(MATCHING, KERNEL_FACT, trace, reuse)).criterion("memory_hierarchy")
+    assert base.score == 5, base.rationale
+    for severity, score in (("medium", 4), ("low", 5)):
+        dead = item("sim.finding:hbm_store_overwritten", "sim.finding", severity,
+                    labels={"code": "hbm_store_overwritten"}, line=7)
+        c = draft(bundle(MATCHING, KERNEL_FACT, trace, reuse, dead)).criterion("memory_hierarchy")
+        assert c.score == score, (severity, c.rationale)
+        if severity == "medium":
+            assert "sim.finding:hbm_store_overwritten" in {x.evidence_id for x in c.citations}
