@@ -59,11 +59,11 @@ class ObjectCalls:
                 cls, name, receiver = self.objects.classes[owner.cls], func.attr.value, owner
             elif isinstance(func.value, cst.Name) and func.value.value in self.objects.classes:
                 cls, name, through_class = self.objects.classes[func.value.value], func.attr.value, True
-            else:
-                return
+            else:  # a receiver whose class only the submission's code decides (`helper_types`)
+                cls, name = None, func.attr.value
         else:
             return
-        ref = self.objects.method(cls, name)
+        ref = self.objects.method(cls, name) if cls is not None else self.objects.method_at(self.lines(node)[0], name)
         if ref is None:
             return
         params = ref.params

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from evidence.static.helper_types import Typer
+
 # (module path, name): a class, or a function/method (`Cls.meth` for a method)
 Target = tuple[str, str]
 
@@ -41,14 +43,6 @@ def method_kind(decorators: list[str]) -> str:
     return "class" if "classmethod" in decorators else "instance"
 
 
-def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    out = []
-    for d in node.decorator_list:
-        d = d.func if isinstance(d, ast.Call) else d
-        out.append(d.attr if isinstance(d, ast.Attribute) else d.id if isinstance(d, ast.Name) else "")
-    return out
-
-
 @dataclass
 class ClassInfo:
     key: Target
@@ -62,7 +56,8 @@ class ClassTable:
     `local(path)` maps a name to a class: the file's own classes and names it imports that resolve to
     one (`resolve_name(path, name)` -> (module, name) the import finally names, or None)."""
 
-    def __init__(self, trees: dict[str, ast.Module], resolve_name: Callable[[str, str], Target | None]) -> None:
+    def __init__(self, trees: dict[str, ast.Module], resolve_name: Callable[[str, str], Target | None],
+                 modules: Callable[[str], dict[str, str]] | None = None) -> None:
         self.classes: dict[Target, ClassInfo] = {}
         for path, tree in trees.items():
             for stmt in tree.body:
@@ -72,6 +67,7 @@ class ClassTable:
         self._trees = trees
         self._resolve_name = resolve_name
         self._local: dict[str, dict[str, Target]] = {}
+        self.typer = Typer(trees, self, modules or (lambda path: {}))
 
     def local(self, path: str) -> dict[str, Target]:
         if path not in self._local:
@@ -124,50 +120,47 @@ class ClassTable:
         info = self.classes.get((target[0], cls))
         return info.methods.get(name) if info else None
 
+    def resolve(self, path: str, name: str) -> Target | None:
+        """(module, name) a name of file `path` finally names (its own top-level name, or an import's)."""
+        return self._resolve_name(path, name)
+
     def targets(self, path: str, fn: ast.AST, owner: Target | None) -> set[Target]:
-        """The methods a function (or a method of `owner`) calls through objects whose class is known."""
-        # every binding of a name in the function: the class it makes, or None (unknown)
-        bindings: dict[str, set[Target | None]] = {}
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
-            for p in params:
-                bindings[p.arg] = {self.class_of(path, p.annotation)}
-            if owner is not None and params and method_kind(_decorator_names(fn)) != "static":
-                bindings[params[0].arg] = {owner}
-        for n in ast.walk(fn):
-            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-                made = self.class_of(path, n.value.func) if isinstance(n.value, ast.Call) else None
-                if made is None and isinstance(n, ast.AnnAssign):
-                    made = self.class_of(path, n.annotation)
-                for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                    if isinstance(t, ast.Name):
-                        bindings.setdefault(t.id, set()).add(made)
-                    else:  # names a tuple target unpacks (`a.x = ...` and `a[i] = ...` rebind nothing)
-                        for inner in _unpacked(t):
-                            bindings.setdefault(inner, set()).add(None)
-        types = {name: next(iter(made)) for name, made in bindings.items() if len(made) == 1 and None not in made}
+        """The methods a function (or a method of `owner`) calls through objects whose class is known
+        (`helper_types`: names, results of calls, attributes and items of containers)."""
+        s = self.typer.scope(path, fn, owner)
         found: set[Target] = set()
         for n in ast.walk(fn):
             if not isinstance(n, ast.Call):
                 continue
-            if (c := self.class_of(path, n.func)) is not None:  # a constructor runs __init__
+            if (c := self.class_of(path, n.func)) is not None and not (
+                    isinstance(n.func, ast.Name) and n.func.id in s.bindings):  # a constructor runs __init__
                 for special in ("__init__", "__post_init__"):
                     if (t := self.lookup(c, special)) is not None:
                         found.add(t)
-            elif isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
-                receiver = n.func.value.id
-                c = types.get(receiver) or self.local(path).get(receiver)
-                if c is not None and (t := self.lookup(c, n.func.attr)) is not None:
-                    found.add(t)
+            elif isinstance(n.func, ast.Attribute):
+                t = self.typer.call_target(n, s)
+                if t is not None and "." in t[0][1]:
+                    found.add(t[0])
         return found
 
-
-def _unpacked(target: ast.expr) -> list[str]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for el in target.elts for n in _unpacked(el)]
-    if isinstance(target, ast.Starred):
-        return _unpacked(target.value)
-    return [target.id] if isinstance(target, ast.Name) else []
+    def call_sites(self, path: str) -> dict[tuple[int, str], Target]:
+        """{(line, method name): `Cls.meth`} of the calls through objects in file `path` whose method is
+        decidable, for the engine (which knows a call by its line); a line calling two methods of one
+        name is left out."""
+        out: dict[tuple[int, str], Target | None] = {}
+        tree = self._trees[path]
+        units = [(s, None) for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        units += [(m, (path, c.name)) for c in tree.body if isinstance(c, ast.ClassDef)
+                  for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for fn, owner in units:
+            s = self.typer.scope(path, fn, owner)
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    t = self.typer.call_target(n, s)
+                    if t is not None and "." in t[0][1]:
+                        key = (n.lineno, n.func.attr)
+                        out[key] = t[0] if out.get(key, t[0]) == t[0] else None
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -191,9 +184,18 @@ class ObjectModel:
         self.classes = table.local(file)
         self._table = table
         self._signatures = signatures
+        self._sites: dict[tuple[int, str], Target] | None = None
 
     def method(self, cls: Target, name: str) -> MethodRef | None:
         target = self._table.lookup(cls, name)
+        return self._signatures.get(target) if target is not None else None
+
+    def method_at(self, line: int, name: str) -> MethodRef | None:
+        """The method a call `<receiver>.name(...)` on `line` reaches when the receiver's class is decidable
+        from the submission's code alone (`helper_types`), where the walk's values do not say."""
+        if self._sites is None:
+            self._sites = self._table.call_sites(self.file) if self.file in self._table._trees else {}
+        target = self._sites.get((line, name))
         return self._signatures.get(target) if target is not None else None
 
 

@@ -198,7 +198,7 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
     if kernel_file not in trees:
         return analyze(files[kernel_file], file=kernel_file, inputs=inputs, entry=entry, options=options), []
     table = {p: imports(trees[p], p, paths, home, trees) for p in trees}
-    classes = ClassTable(trees, lambda path, name: _origin((path, name), table))
+    classes = ClassTable(trees, lambda path, name: _origin((path, name), table), lambda path: table[path][1])
     # reach, module by module, from the entry: {module: function names reached}, {file: callees}
     callees: dict[str, set[Target]] = {}
     roots = {entry} if entry is not None and entry in _bound(trees[kernel_file]) else {
