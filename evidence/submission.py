@@ -141,6 +141,8 @@ class MigrationSpec(BaseModel):
 
     cuda_file: RelPath
     cuda_entry: str | None = None
+    # headers of the submission the CUDA file includes (`#include "common.cuh"`): their macros are read
+    cuda_headers: tuple[RelPath, ...] = ()
 
 
 class NumericsSpec(BaseModel):

@@ -53,6 +53,8 @@ def _referenced_files(manifest: Manifest) -> dict[str, str]:
         refs["reference.file"] = manifest.reference.file
     if manifest.migration:
         refs["migration.cuda_file"] = manifest.migration.cuda_file
+        for i, header in enumerate(manifest.migration.cuda_headers):
+            refs[f"migration.cuda_headers[{i}]"] = header
     if manifest.claims:
         refs["claims.file"] = manifest.claims.file
     if manifest.notes:

@@ -97,7 +97,8 @@ class CudaStaticCollector(Collector):
     def collect(self, submission: Submission) -> list[EvidenceItem]:
         mig = submission.manifest.migration
         assert mig is not None
-        facts = parse_cuda(submission.files[mig.cuda_file], mig.cuda_file)
+        facts = parse_cuda(submission.files[mig.cuda_file], mig.cuda_file,
+                           {h: submission.files[h] for h in mig.cuda_headers if h in submission.files})
         items = cuda_items(facts, self.analyzer)
         if submission.manifest.kernel.file.endswith(".py"):
             items += migration_items(facts, kernel_analysis(submission), self.analyzer, mig.cuda_entry)

@@ -17,6 +17,7 @@ import tree_sitter as ts
 import tree_sitter_cuda
 
 from evidence.static.cuda_loops import WORD as _WORD
+from evidence.static.cuda_lambdas import LambdaReading, blank_qualifiers, qualifier_macros
 from evidence.static.cuda_loops import LoopPatterns
 from evidence.static.cuda_macros import MacroReading, blank_attributes
 from evidence.static.cuda_model import CudaFacts, CudaFunction, Event
@@ -45,9 +46,11 @@ def _parser() -> ts.Parser:
 
 
 
-class _Walker(LoopPatterns, MacroReading):
+class _Walker(LoopPatterns, MacroReading, LambdaReading):
     def __init__(self, src: bytes, file: str, instances: dict[str, dict[str, str]] | None = None) -> None:
         self.src, self.facts = src, CudaFacts(file)
+        self.blanked: dict[int, str] = {}  # byte offset -> the qualifiers blanked there (`cuda_lambdas`)
+        self.lambda_vars: dict[str, str] = {}  # variable -> the device lambda it holds
         # kernel -> {template parameter: the C type every launch of it passes} (`kern<float><<<...>>>`)
         self.instances = instances or {}
         self.tsubst: dict[str, str] = {}  # the current kernel's
@@ -140,6 +143,10 @@ class _Walker(LoopPatterns, MacroReading):
         head = self.src[n.start_byte:decl.start_byte if decl else n.start_byte].decode(errors="replace")
         # a qualifier spelled through a macro (generated code's `#define FUNC_PREFIX __global__`)
         head = " ".join(self.macro_text.get(w, w) for w in _WORD.findall(head))
+        # and one blanked before parsing (`DEVICE_FN float f(...)`, a macro of an included header): the
+        # function's node starts after the blank
+        head += " " + self.qualifiers_between(n.prev_sibling.end_byte if n.prev_sibling is not None else 0,
+                                              decl.start_byte if decl else n.start_byte)
         qual = "global" if "__global__" in head else "device" if "__device__" in head else "host"
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         name = self.text(name_node) if name_node is not None else "?"
@@ -354,10 +361,12 @@ class _Walker(LoopPatterns, MacroReading):
             self.fn.builtins[text] += 1
         return True
 
-    def on_call_expression(self, n: ts.Node) -> None:
+    def on_call_expression(self, n: ts.Node) -> bool | None:
         fn_node = n.child_by_field_name("function")
         # `::atomicAdd(...)` names the global-namespace function
         name = (self.text(fn_node) if fn_node is not None else "").removeprefix("::")
+        if not self._device() and name in self.macro_funcs and self.macro_launch(n, name):
+            return False
         line = n.start_point[0] + 1
         where = self.fn.name if self.fn else ""
         if self._device():
@@ -368,7 +377,8 @@ class _Walker(LoopPatterns, MacroReading):
             calls = self.facts.calls.setdefault(self.fn.name.split("<")[0], set())
             # A call through a template parameter (`warp_reduction(v)` in a template<reduction_func_t
             # warp_reduction>) calls whatever the instantiation passed: that argument is the callee.
-            if callee.strip() not in self.tparams:
+            # So does a call through a parameter (`f(i)` in a `for_each(int n, F f)`): the launch names what it passes.
+            if callee.strip() not in self.tparams and callee.strip() not in self.params:
                 calls.add(callee.strip())
             if targs and not callee.strip().endswith("_cast"):
                 # `blockReduce<warpReduceMax>(v)` runs warpReduceMax too: function names passed as
@@ -400,6 +410,9 @@ class _Walker(LoopPatterns, MacroReading):
                 labels["template_args"] = "<" + targs
             self.facts.launches.append(Event(kernel.strip().rsplit("::", 1)[-1], where, line, labels=labels,
                                              value=self._dim3_size(args[1]) if len(args) > 1 else None))
+            # a device lambda the launch passes (`for_each<<<g, b>>>(n, [=] __device__ (int i) {...})`) runs there
+            for lam in self.lambdas_passed(n.child_by_field_name("arguments")):
+                self.facts.calls.setdefault(kernel.strip().rsplit("::", 1)[-1], set()).add(lam)
         elif name in ("cudaLaunchCooperativeKernel", "cudaLaunchKernel") and args_node is not None \
                 and len(args_node.named_children) >= 3:
             # The runtime-API launch (a cooperative launch is the only way to grid.sync()):
@@ -626,14 +639,23 @@ def _error_spans(root: ts.Node) -> list[tuple[int, int]]:
     return merged
 
 
-def parse_cuda(source: str, file: str = "kernel.cu") -> CudaFacts:
+def parse_cuda(source: str, file: str = "kernel.cu", headers: dict[str, str] | None = None) -> CudaFacts:
+    """The facts of one `.cu` file; `headers` (path -> text) are the submission's headers, whose macros the
+    file sees where it `#include`s them (their code is not read)."""
+    seed = _Walker(b"", file)
+    seed.read_headers(source, headers or {}, _parser())
     src = blank_attributes(source.encode())
+    src, blanked = blank_qualifiers(src, qualifier_macros(src, seed.macro_text))
     tree = _parser().parse(src)
     w = _Walker(src, file)
+    w.seed(seed)
+    w.blanked = blanked
     w.walk(tree.root_node)
     instances = launch_instances(w.facts)
     if instances:  # read the kernels again with the types their launches instantiate
         w = _Walker(src, file, instances)
+        w.seed(seed)
+        w.blanked = blanked
         w.walk(tree.root_node)
     facts = w.facts
     facts.type_names = set(w.type_names)

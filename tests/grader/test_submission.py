@@ -152,3 +152,16 @@ def test_symlink_out_of_the_folder_is_refused(example_copy, tmp_path):
     (root / "reference.py").unlink()
     (root / "reference.py").symlink_to(outside)
     assert str(_error(root)) == "reference.py: links outside the submission folder"
+
+
+def test_cuda_headers_of_the_migration_are_read_with_the_cuda_file():
+    root = EXAMPLES / "rmsnorm-cuda-port"
+    folder = load_submission(root)
+    manifest = (root / "submission.toml").read_text().replace(
+        "[migration]\n", '[migration]\ncuda_headers = ["common.cuh"]\n')
+    files = {**folder.files, "common.cuh": "#define DEVICE_FN __device__\n"}
+    upload = submission_from_upload(manifest, files)
+    assert upload.files["common.cuh"] == "#define DEVICE_FN __device__\n"
+    assert upload.manifest.migration.cuda_headers == ("common.cuh",)
+    with pytest.raises(SubmissionError, match=r"migration.cuda_headers\[0\]: file 'common.cuh' not found"):
+        submission_from_upload(manifest, dict(folder.files))
