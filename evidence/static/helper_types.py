@@ -13,7 +13,7 @@ decidable without running anything:
   as the receiver's class; `return None` aside);
 - an attribute (`self.pool`, `mgr.pools`): what every assignment `self.<attr> = ...` in the methods of
   the class, its bases and subclasses agrees on, unless code elsewhere assigns an attribute of that name
-  through another object;
+  through another object (`helper_attributes`);
 - a container (`[Pool(i) for i in ...]`, `{"a": Pool(1)}`, a list `append`ed objects of one class) and
   its items (`pools[i]`, `for p in pools`).
 
@@ -60,7 +60,8 @@ class _Scope:
 
 
 class Typer:
-    """Static types over the submission's trees; `classes` is the `ClassTable` (class names, lookups)."""
+    """Static types over the submission's trees; `classes` is the `ClassTable` (class names, lookups);
+    attributes are typed by `helper_attributes`."""
 
     def __init__(self, trees: dict[str, ast.Module], classes, modules: Callable[[str], dict[str, str]]) -> None:
         self.trees = trees
@@ -137,8 +138,13 @@ class Typer:
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
                 for alias in n.names:
                     add((alias.asname or alias.name).split(".")[0], "type", None)
-            elif isinstance(n, (*_FUNCS, ast.ClassDef)) and n is not fn:
-                add(n.name, "type", None)
+            elif isinstance(n, (*_FUNCS, ast.ClassDef, ast.Lambda)) and n is not fn:
+                if not isinstance(n, ast.Lambda):
+                    add(n.name, "type", None)
+                if not isinstance(n, ast.ClassDef):  # a nested function's parameters shadow the names they share
+                    a = n.args
+                    for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)):
+                        add(p.arg, "type", None)
             elif isinstance(n, (ast.Global, ast.Nonlocal)):
                 for name in n.names:
                     add(name, "type", None)
@@ -206,7 +212,9 @@ class Typer:
             return self._call_type(node, s)
         if isinstance(node, ast.Attribute):
             owner = self._plain(self.type_of(node.value, s))
-            return self.attribute_type(owner, node.attr) if isinstance(owner, tuple) else None
+            from evidence.static.helper_attributes import attribute_type  # (it imports this module)
+
+            return attribute_type(self, owner, node.attr) if isinstance(owner, tuple) else None
         if isinstance(node, ast.Subscript):
             inner = self._plain(self.type_of(node.value, s))
             return inner.cls if isinstance(inner, Items) and not isinstance(node.slice, ast.Slice) else (
@@ -308,100 +316,6 @@ class Typer:
                     continue
                 found.add(self._plain(self.type_of(n.value, s)))
         return next(iter(found)) if len(found) == 1 else None
-
-    # -- attributes -----------------------------------------------------------------------
-    def attribute_type(self, cls: Target, attr: str) -> object:
-        key = (cls, attr)
-        if key in self._attrs:
-            return self._attrs[key]
-        if key in self._busy:
-            return _CYCLE
-        self._busy.add(key)
-        try:
-            result = None if attr in self._foreign_attrs() else self._attribute_type(cls, attr)
-        finally:
-            self._busy.discard(key)
-        self._attrs[key] = result
-        return result
-
-    def _attribute_type(self, cls: Target, attr: str) -> object:
-        found: set[object] = set()
-        for key in self._family(cls):
-            info = self.classes.classes[key]
-            for stmt in self._class_body(key):
-                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr:
-                    found.add(self.classes.class_of(key[0], stmt.annotation))
-                elif isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets):
-                    found.add(None)
-            for method in info.methods.values():
-                s = self.scope(key[0], method, key)
-                me = s.receiver_name
-                if me is None:
-                    continue
-                for n in _own_nodes(method):
-                    for t, value in _attr_stores(n, me, attr):
-                        t_kind = self._plain(self.type_of(value, s))
-                        if t == "set":
-                            found.add(_EMPTY if t_kind is None and _empty(value) else t_kind)
-                        elif t == "item":
-                            found.add(Items(t_kind) if isinstance(t_kind, tuple) else None)
-                        else:
-                            found.add(None)
-                    if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                            and _is_attr(n.func.value, me, attr)):
-                        self._mutation(n, lambda kind, v, s=s: found.add(
-                            None if kind == "type" else self._item_or_items(kind, v, s)))
-        found.discard(_EMPTY)
-        return next(iter(found)) if len(found) == 1 else None
-
-    def _item_or_items(self, kind: str, v: ast.expr, s: _Scope) -> object:
-        t = self._plain(self.type_of(v, s))
-        if kind == "item":
-            return Items(t) if isinstance(t, tuple) else None
-        return t if isinstance(t, Items) else None
-
-    def _class_body(self, key: Target) -> list[ast.stmt]:
-        for stmt in self.trees[key[0]].body:
-            if isinstance(stmt, ast.ClassDef) and stmt.name == key[1]:
-                return stmt.body
-        return []
-
-    def _family(self, cls: Target) -> set[Target]:
-        """`cls`, its bases and its subclasses among the submission's classes."""
-        up: dict[Target, set[Target]] = {}
-        for key, info in self.classes.classes.items():
-            up[key] = {b for b in (self.classes.class_of(key[0], base) for base in info.bases) if b is not None}
-        family, todo = set(), [cls]
-        while todo:  # bases
-            k = todo.pop()
-            if k not in family and k in up:
-                family.add(k)
-                todo.extend(up[k])
-        grew = True
-        while grew:  # subclasses of anything in the family
-            grew = False
-            for key, bases in up.items():
-                if key not in family and bases & family:
-                    family.add(key)
-                    grew = True
-        return family
-
-    def _foreign_attrs(self) -> set[str]:
-        """Attribute names some code assigns through an object other than a method's own receiver."""
-        if self._foreign is None:
-            self._foreign = set()
-            for tree in self.trees.values():
-                for fn, receiver in _functions_with_receivers(tree):
-                    for n in _own_nodes(fn):
-                        targets = (n.targets if isinstance(n, ast.Assign) else [n.target]
-                                   if isinstance(n, (ast.AnnAssign, ast.AugAssign)) else [])
-                        for t in targets:
-                            for a in (x for x in ast.walk(t) if isinstance(x, ast.Attribute)):
-                                if a is t and isinstance(a.value, ast.Name) and a.value.id == receiver:
-                                    continue
-                                if a is t or isinstance(t, (ast.Tuple, ast.List)):
-                                    self._foreign.add(a.attr)
-        return self._foreign
 
     # -- callers of a function with a nullable parameter ----------------------------------
     def _callers_agree(self, s: _Scope, name: str, cls: object) -> bool:
@@ -507,40 +421,6 @@ def _empty(node: ast.expr) -> bool:
 
 def _has_none_literal(parts: list[ast.expr]) -> bool:
     return any(isinstance(p, ast.Constant) and p.value is None for p in parts)
-
-
-def _is_attr(node: ast.expr, receiver: str, attr: str) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
-            and node.value.id == receiver)
-
-
-def _attr_stores(n: ast.AST, receiver: str, attr: str):
-    """("set" | "item" | "other", value) for each store into `receiver.attr` (or an item of it) by `n`."""
-    if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-        for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-            if _is_attr(t, receiver, attr):
-                yield "set", n.value
-            elif isinstance(t, ast.Subscript) and _is_attr(t.value, receiver, attr):
-                yield "item", n.value
-            elif isinstance(t, (ast.Tuple, ast.List)) and any(_is_attr(x, receiver, attr) for x in ast.walk(t)):
-                yield "other", n.value
-    elif isinstance(n, ast.AugAssign) and (_is_attr(n.target, receiver, attr) or (
-            isinstance(n.target, ast.Subscript) and _is_attr(n.target.value, receiver, attr))):
-        yield "other", n.value
-
-
-def _functions_with_receivers(tree: ast.Module):
-    """(function, its receiver parameter or None) of a module's functions and methods (the module too)."""
-    yield tree, None
-    for stmt in tree.body:
-        if isinstance(stmt, _FUNCS):
-            yield stmt, None
-        elif isinstance(stmt, ast.ClassDef):
-            for m in stmt.body:
-                if isinstance(m, _FUNCS):
-                    a = [*m.args.posonlyargs, *m.args.args]
-                    static = "staticmethod" in _decorators(m)
-                    yield m, (a[0].arg if a and not static else None)
 
 
 __all__ = ["Items", "Typer"]

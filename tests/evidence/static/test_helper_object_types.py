@@ -143,3 +143,11 @@ def test_a_parameter_defaulting_to_none_rebound_by_a_constructor():
     # a caller passing something else: `pool.acc` could be any class's, nothing is followed
     files["kern/entry.py"] = _entry("t = step(x, Other())\nu = step(x)", imports)
     assert ACC not in _findings(files)
+
+
+def test_a_nested_functions_parameter_is_not_the_outer_name_it_shadows():
+    # `pool` inside `use` is whatever `use` is called with (here another class), not the outer Pool; a
+    # function's names are typed as a whole, so the shadowed outer `pool` is left undecided too
+    body = "pool = Pool(1)\ndef use(pool):\n    return pool.take(256, 64)\nt = use(Other())"
+    found = _run(body)
+    assert TAKE not in found and OTHER not in found
