@@ -6,7 +6,7 @@ import libcst as cst
 
 from evidence.model import Severity
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
-from evidence.static.model import CallInfo
+from evidence.static.model import AssignInfo, CallInfo
 from evidence.static.shapes import Tensor, promote, promote_scalar
 
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
@@ -24,6 +24,10 @@ class DtypePromotion(Rule):
 
     Fix: pass `dtype=` to the operation, or use a typed scalar such as `np.float16(1.2)`, or cast
     explicitly where the wider type is intended.
+
+    An operation written straight into an existing tile (`q[...] = nl.multiply(q, scale)`) is not flagged:
+    the engines compute in fp32 and the instruction writes its output in the destination's dtype, which the
+    author chose (a bf16 `q` stays bf16, no wider tile exists).
     """
 
     id = "dtype-promotion"
@@ -34,12 +38,20 @@ class DtypePromotion(Rule):
         Valid(_HEAD + "def k(a):\n    x = nl.load(a)\n    y = x * 0.5\n", inputs={"a": ((128, 64), "float32")}),
         Valid(_HEAD + "def k(a):\n    x = nl.load(a)\n    y = nl.multiply(x, 0.5, dtype=nl.bfloat16)\n",
               inputs={"a": ((128, 64), "bfloat16")}),
+        Valid(_HEAD + "def k(a):\n    x = nl.load(a)\n    x[...] = nl.multiply(x, 0.5)\n    x[...] = x * 2.0\n",
+              inputs={"a": ((128, 64), "bfloat16")}),
     ]
     INVALID = [
         Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    y = x * 0.5\n", inputs={"a": ((128, 64), "float16")}, line=5),
         _HEAD + "def k(a, b):\n    x = nl.load(a)\n    y = nl.load(b)\n    z = nl.add(x, y)\n",
     ]
     INVALID[1] = Invalid(INVALID[1], inputs={"a": ((128, 64), "float16"), "b": ((128, 64), "bfloat16")})
+
+    def on_assign(self, a: AssignInfo) -> None:
+        # `t[...] = <op>`: the op's output is written in t's dtype (what the destination held before)
+        if a.kind == "store" and isinstance(a.target_value, Tensor):
+            self._into = getattr(self, "_into", {})
+            self._into[id(a.value_node)] = a.target_value.dtype
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._check(node, self.ctx.value(node.left), self.ctx.value(node.right), has_dtype=False)
@@ -52,6 +64,8 @@ class DtypePromotion(Rule):
     def _check(self, node: cst.CSTNode, left: object, right: object, *, has_dtype: bool) -> None:
         if has_dtype or not (isinstance(left, Tensor) or isinstance(right, Tensor)):
             return
+        if getattr(self, "_into", {}).get(id(node)) is not None:
+            return  # written straight into an existing tile: its dtype, the author's choice, is the output's
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             if left.dtype in _NARROW and right.dtype in _NARROW:
                 out = promote(left.dtype, right.dtype)
