@@ -138,10 +138,17 @@ class ClassTable:
                     if (t := self.lookup(c, special)) is not None:
                         found.add(t)
             elif isinstance(n.func, ast.Attribute):
-                t = self.typer.call_target(n, s)
+                t = self._target(n, s)
                 if t is not None and "." in t[0][1]:
                     found.add(t[0])
         return found
+
+    def _target(self, call: ast.Call, s) -> tuple[Target, Target | None] | None:
+        """`Typer.call_target`, undecided where submitted code nests deeper than the interpreter's stack."""
+        try:
+            return self.typer.call_target(call, s)
+        except RecursionError:
+            return None
 
     def call_sites(self, path: str) -> dict[tuple[int, str], Target]:
         """{(line, method name): `Cls.meth`} of the calls through objects in file `path` whose method is
@@ -156,7 +163,7 @@ class ClassTable:
             s = self.typer.scope(path, fn, owner)
             for n in ast.walk(fn):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-                    t = self.typer.call_target(n, s)
+                    t = self._target(n, s)
                     if t is not None and "." in t[0][1]:
                         key = (n.lineno, n.func.attr)
                         out[key] = t[0] if out.get(key, t[0]) == t[0] else None

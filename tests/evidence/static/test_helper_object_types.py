@@ -151,3 +151,13 @@ def test_a_nested_functions_parameter_is_not_the_outer_name_it_shadows():
     body = "pool = Pool(1)\ndef use(pool):\n    return pool.take(256, 64)\nt = use(Other())"
     found = _run(body)
     assert TAKE not in found and OTHER not in found
+
+
+def test_a_factory_chain_deeper_than_the_stack_is_undecided_not_a_crash():
+    # submitted code is untrusted: 600 factories each returning the next one's result
+    factories = "".join(f"\n\ndef f{i}():\n    return f{i + 1}()\n" for i in range(600))
+    module = POOL + factories + "\n\ndef f600():\n    return Pool(1)\n"
+    body = "t = f0().take(256, 64)\nu = make_pool().acc(128)"
+    found = _findings({"kern/entry.py": _entry(body, "from .pool import Pool, f0, make_pool"), "kern/pool.py": module})
+    assert ACC in found  # the rest of the analysis goes on
+    assert TAKE not in found
