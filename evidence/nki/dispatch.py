@@ -123,6 +123,8 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
             for t in (v, *c.ins):  # the bound value, or the addend of `acc += ...`
                 if t is not None:
                     _written_in_place(t, seq)
+        if st.placements and not same:
+            placement.bind(st, c)
         if st.recorder.keep:
             _forward(st, c)
     if st.trace_only:

@@ -1,18 +1,27 @@
-"""On-chip tensors the kernel places itself (`nl.ndarray(..., address=(partition, byte offset))`): which ones
-share bytes, and reads that see bytes another of them wrote meanwhile.
+"""On-chip tensors the kernel places itself: which ones share bytes, and reads that see bytes another of them
+wrote meanwhile.
 
-Direct allocation puts tensors where the kernel says; two of them on the same SBUF or PSUM bytes are one
-memory. The simulator keeps their values apart, so a kernel that still needs the first tensor's values when
+Two ways of placing exist. nki 0.3+ takes `nl.ndarray(..., address=(partition, byte offset))`: one physical
+tile. The beta dialect's direct allocation (`buffer=ncc.sbuf.alloc(func)`, `ncc.sbuf.mod_alloc(base_addr=...,
+num_free_tiles=...)`, `ncc.psum.alloc(func)`, `ncc.psum.mod_alloc(base_bank=..., num_bank_tiles=...)`) places
+each logical block of a tensor (the dimensions before `par_dim`) as its own physical tile: the allocator is
+called per block index, as the compiler calls it, and a modulo allocator rotates the blocks over its
+`num_free_tiles` (PSUM: `num_bank_tiles`) tiles, so blocks `i` and `i + n` of one tensor share bytes. PSUM
+addresses are `bank * 2048 + byte` within a partition, as nki 0.3+'s `address=` writes them.
+
+Direct allocation puts tensors where the kernel says; two physical tiles on the same SBUF or PSUM bytes are
+one memory. The simulator keeps their values apart, so a kernel that still needs the first tile's values when
 it writes the second computes the right answer here and garbage on hardware. Reuse is legal once the first
-tensor's values are dead: its bytes may be written by another tensor as long as it does not read them again
-before writing them itself.
+tile's values are dead: its bytes may be written by another tile as long as it does not read them again
+before writing them itself (the documented double buffering: block `i + 2` loaded after block `i` was
+consumed).
 
-Each placement keeps its writes as boxes in the buffer's address space (partitions x bytes within a
-partition) with the instruction that made them (`State.instr_seq`). A read of a placed tensor is reported
-(`overlapping_placement`) when, for bytes it reads, its own last write came before another placement's write
-to those bytes: the read sees the other tensor's values on hardware. The histories are boxes, not elements:
-per placement at most `_MAX_WRITES` boxes are kept (past that, one box of the whole tensor at its latest
-write), so a write through a view that is not a box counts as writing its bounding box.
+Each physical tile (`Placement`) keeps its writes as boxes in the buffer's address space (partitions x bytes
+within a partition) with the instruction that made them (`State.instr_seq`). A read of a placed tile is
+reported (`overlapping_placement`) when, for bytes it reads, its own last write came before another tile's
+write to those bytes: the read sees the other tile's values on hardware. The histories are boxes, not
+elements: per tile at most `_MAX_WRITES` boxes are kept (past that, their bounding box at the latest write),
+so a write through a view that is not a box counts as writing its bounding box within each tile it touches.
 """
 
 from __future__ import annotations
@@ -20,24 +29,45 @@ from __future__ import annotations
 import math
 import weakref
 
+import numpy as np
+
 from evidence.nki import dtypes
 
 _MAX_WRITES = 64
+_MAX_BLOCKS = 4096  # a tensor with more logical blocks stays unplaced (no reads checked, no writes recorded)
+_MAX_GATHER = 1 << 22  # elements of a gather resolved per tile; past that, the whole tiles it touches
+PSUM_BANK_BYTES = 2048
 
 Box = tuple  # (partition lo, partition hi, byte lo, byte hi), half-open, in the buffer's address space
 
 
 class Placement:
-    __slots__ = ("buffer", "box", "neighbours", "writes", "site", "caller", "name", "__weakref__")
+    """One physical tile: a tensor placed by `address=`, or one logical block of a directly allocated one."""
 
-    def __init__(self, buffer: str, box: Box, site: tuple, caller: tuple | None, name: str) -> None:
+    __slots__ = ("buffer", "box", "neighbours", "writes", "site", "caller", "name", "block", "__weakref__")
+
+    def __init__(self, buffer: str, box: Box, site: tuple, caller: tuple | None, name: str,
+                 block: tuple | None = None) -> None:
         self.buffer = buffer
         self.box = box
-        self.neighbours: weakref.WeakSet = weakref.WeakSet()  # live placements sharing bytes with this one
+        self.neighbours: weakref.WeakSet = weakref.WeakSet()  # live tiles sharing bytes with this one
         self.writes: dict[Box, tuple[int, tuple]] = {}  # box written -> (instruction, file:line) of the last write
         self.site = site  # file:line that created the tensor
         self.caller = caller  # file:line in another file that called the code creating it (an allocator), or None
-        self.name = name
+        self.name = name  # the tensor's name
+        self.block = block  # the logical block index this tile holds (directly allocated block tensors)
+
+
+class Placed:
+    """The physical tiles of one allocation: one per logical block (linear block index), or a single one.
+    `tile` is the bytes of one logical block in the allocation's own storage, `row` those of one partition."""
+
+    __slots__ = ("tiles", "tile", "row")
+
+    def __init__(self, tiles: list[Placement], tile: int, row: int) -> None:
+        self.tiles = tiles
+        self.tile = tile
+        self.row = row
 
 
 def place(st, alloc, address, shape: tuple, pdim: int) -> None:
@@ -49,18 +79,49 @@ def place(st, alloc, address, shape: tuple, pdim: int) -> None:
         partition, offset = int(address[0]), int(address[1])
     except (TypeError, ValueError, IndexError):
         return
-    per_partition = dtypes.itemsize(alloc.dtype) * int(math.prod(shape[pdim + 1:]))
-    if partition < 0 or offset < 0 or per_partition <= 0:
+    _settle(st, alloc, shape, pdim, [(partition, offset)], [None])
+
+
+def place_blocks(st, alloc, locate, shape: tuple, pdim: int) -> None:
+    """Record a tensor of the beta dialect's direct allocation: `locate(block index, partitions, bytes per
+    partition)` -> (partition, byte address) of each logical block's physical tile, called per block index
+    as the compiler calls the allocator. A function that fails or gives no integers leaves the tensor
+    unplaced (the compiler would reject it; nothing is concluded from it here)."""
+    if st.trace_only:
         return
-    box = (partition, partition + shape[pdim], offset, offset + per_partition)
-    p = Placement(alloc.buffer, box, st.where(), st.caller_in_other_file(), alloc.name or "")
+    blocks = shape[:pdim]
+    if math.prod(blocks) > _MAX_BLOCKS:
+        return
+    per_partition = dtypes.itemsize(alloc.dtype) * int(math.prod(shape[pdim + 1:]))
+    try:
+        where = [tuple(int(v) for v in locate(tuple(int(i) for i in idx), shape[pdim], per_partition))
+                 for idx in np.ndindex(*blocks)]
+    except Exception:  # noqa: BLE001 - the kernel's own allocation function; its failure is the compiler's to report
+        return
+    _settle(st, alloc, shape, pdim, where, list(np.ndindex(*blocks)) if pdim else [None])
+
+
+def _settle(st, alloc, shape: tuple, pdim: int, where: list, blocks: list) -> None:
+    per_partition = dtypes.itemsize(alloc.dtype) * int(math.prod(shape[pdim + 1:]))
+    parts = shape[pdim]
+    if per_partition <= 0 or any(len(w) != 2 or w[0] < 0 or w[1] < 0 for w in where):
+        return
+    site, caller = st.where(), st.caller_in_other_file()
     live = st.placements.setdefault(alloc.buffer, weakref.WeakSet())
-    for other in live:
-        if _overlap(box, other.box) is not None:
-            p.neighbours.add(other)
-            other.neighbours.add(p)
-    live.add(p)
-    alloc.placement = p
+    tiles = []
+    for k, (partition, offset) in enumerate(where):
+        box = (partition, partition + parts, offset, offset + per_partition)
+        p = Placement(alloc.buffer, box, site, caller, alloc.name or "", blocks[k])
+        for other in (*live, *tiles):
+            if _overlap(box, other.box) is not None:
+                p.neighbours.add(other)
+                other.neighbours.add(p)
+        tiles.append(p)
+    for p in tiles:
+        live.add(p)
+    itemsize = alloc.data.itemsize if alloc.data is not None else dtypes.itemsize(alloc.dtype)
+    row = itemsize * int(math.prod(shape[pdim + 1:]))
+    alloc.placement = Placed(tiles, row * parts, row)
 
 
 def access(st, c, written) -> None:
@@ -68,18 +129,31 @@ def access(st, c, written) -> None:
     reads of placed tensors against their neighbours' writes, then record the write."""
     seq = st.instr_seq
     for t in c.ins:
-        p = t.alloc.placement
-        if p is not None and p.neighbours:
-            _check_read(st, p, view_box(t, p), seq)
-    if written is None:
+        placed = t.alloc.placement
+        if placed is not None:
+            for p, box in regions(t, placed):
+                if p.neighbours:
+                    _check_read(st, p, box, seq)
+    if written is None or written.alloc.placement is None:
         return
-    p = written.alloc.placement
-    if p is None:
-        return
-    box = view_box(written, p)
-    if p.neighbours and written.alloc.buffer == "psum" and _accumulates(c):
-        _check_read(st, p, box, seq)  # a matmul adds onto what its PSUM destination holds
-    _record_write(st, p, box, seq)
+    _write(st, written, written.alloc.buffer == "psum" and _accumulates(c), seq)
+
+
+def bind(st, c) -> None:
+    """A result bound into a placed tensor without an instruction of its own (the beta dialect's `t[idx] =
+    nisa.nc_matmul(...)`, `t[idx] = nl.load(...)`, PSUM `t[idx] += ...`): the write of the instruction that
+    made the value; a PSUM `+=` also reads the values it adds onto."""
+    t = c.out
+    if t.alloc.placement is None or c.op not in ("assign", "psum_accumulate"):
+        return  # creating a tensor writes nothing
+    _write(st, t, c.op == "psum_accumulate", st.instr_seq)
+
+
+def _write(st, t, reads_old: bool, seq: int) -> None:
+    for p, box in regions(t, t.alloc.placement):
+        if reads_old and p.neighbours:
+            _check_read(st, p, box, seq)  # a matmul adds onto what its PSUM destination holds
+        _record_write(st, p, box, seq)
 
 
 def _accumulates(c) -> bool:
@@ -93,7 +167,9 @@ def _record_write(st, p: Placement, box: Box, seq: int) -> None:
     writes.pop(box, None)  # re-inserted last: the dict stays in write order
     writes[box] = (seq, st.where())
     if len(writes) > _MAX_WRITES:
-        p.writes = {p.box: (seq, writes[box][1])}
+        bound = (min(b[0] for b in writes), max(b[1] for b in writes), min(b[2] for b in writes),
+                 max(b[3] for b in writes))
+        p.writes = {bound: (seq, writes[box][1])}
 
 
 def _check_read(st, p: Placement, box: Box, seq: int) -> None:
@@ -106,14 +182,17 @@ def _check_read(st, p: Placement, box: Box, seq: int) -> None:
             clash = _overlap(box, obox)
             if clash is None:
                 continue
-            mine = _last_write_before(p, clash, t)
-            if mine is None:
-                continue
-            w, wline = mine
-            if any(w2 > t and _contains(b2, clash) for b2, (w2, _) in p.writes.items()):
-                continue  # rewritten since the other tensor wrote there: its old values were dead
-            st.finding("overlapping_placement", _message(p, other, clash, wline, oline), "high")
-            return
+            left = [clash]
+            for b2, (w2, _) in p.writes.items():
+                if w2 > t and left:
+                    left = [piece for q in left for piece in _subtract(q, b2)]
+            if not left:
+                continue  # rewritten since the other tensor wrote there (in one piece or several): its old values were dead
+            for piece in left:
+                mine = _last_write_before(p, piece, t)
+                if mine is not None:
+                    st.finding("overlapping_placement", _message(p, other, piece, mine[1], oline), "high")
+                    return
 
 
 def _last_write_before(p: Placement, clash: Box, t: int):
@@ -124,12 +203,30 @@ def _last_write_before(p: Placement, clash: Box, t: int):
     return best
 
 
+def _subtract(a: Box, cut: Box) -> list[Box]:
+    """`a` without `cut`, as disjoint boxes."""
+    o = _overlap(a, cut)
+    if o is None:
+        return [a]
+    out = []
+    if a[0] < o[0]:
+        out.append((a[0], o[0], a[2], a[3]))
+    if o[1] < a[1]:
+        out.append((o[1], a[1], a[2], a[3]))
+    if a[2] < o[2]:
+        out.append((o[0], o[1], a[2], o[2]))
+    if o[3] < a[3]:
+        out.append((o[0], o[1], o[3], a[3]))
+    return out
+
+
 def _message(p: Placement, other: Placement, clash: Box, wline: tuple, oline: tuple) -> str:
     def name(q: Placement) -> str:
         file, line = q.site
         label = f"'{q.name}' " if q.name else ""
         via = f" (called from {q.caller[0]}:{q.caller[1]})" if q.caller else ""
-        return f"the {q.buffer.upper()} tensor {label}created at {file}:{line}{via}"
+        block = f"block {q.block} of " if q.block is not None else ""
+        return f"{block}the {q.buffer.upper()} tensor {label}created at {file}:{line}{via}"
 
     p0, p1, b0, b1 = clash
     return (f"{name(p)} is read here, but {name(other)} is placed on the same bytes (partitions {p0}-{p1 - 1}, "
@@ -138,23 +235,41 @@ def _message(p: Placement, other: Placement, clash: Box, wline: tuple, oline: tu
             "other tensor's data. Place them apart, or finish with the first tensor before writing the second.")
 
 
-def view_box(t, p: Placement) -> Box:
-    """The addresses (partitions x bytes, in the buffer's address space) view `t` of a placed tensor covers:
-    the bounding box of its elements, or the whole placement when the view is a gather or not a view of the
-    tensor's storage."""
+def regions(t, placed: Placed) -> list[tuple[Placement, Box]]:
+    """The physical tiles view `t` of a placed tensor touches, each with the addresses (partitions x bytes, in
+    the buffer's address space) of its elements in that tile: per tile the bounding box of the elements the
+    view holds there. A view that is not of the tensor's storage counts as the whole of every tile."""
     alloc = t.alloc
-    base, data = alloc.data, t.data
-    if t.adv is not None or data is None or base is None or base.ndim < 2 or not base.flags.c_contiguous:
-        return p.box
-    row = base.strides[0]
-    start = data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    if start < 0 or start >= base.nbytes or row <= 0:
-        return p.box
-    part, byte = divmod(start, row)
-    p_lo = p_hi = 0
-    b_lo = b_hi = 0
+    base = alloc.data
+    whole = [(p, p.box) for p in placed.tiles]
+    if base is None or base.ndim < 2 or not base.flags.c_contiguous or placed.row <= 0:
+        return whole
+    origin = base.__array_interface__["data"][0]
+    if t.adv is not None:
+        parent, idx, _, grid = t.locate()
+        data = parent.data
+        if data is None or parent.alloc is not alloc or math.prod(grid) > _MAX_GATHER:
+            return whole
+        offsets = np.full(grid, data.__array_interface__["data"][0] - origin, dtype=np.int64)
+        for i, stride in zip(idx, data.strides):
+            offsets += np.asarray(i, dtype=np.int64) * stride
+        return _element_regions(placed, offsets.ravel(), data.itemsize, base.nbytes) or whole
+    data = t.data
+    if data is None:
+        return whole
+    start = data.__array_interface__["data"][0] - origin
+    if start < 0 or start >= base.nbytes:
+        return whole
+    tile, row = placed.tile, placed.row
+    blk, rem = divmod(start, tile)
+    part, byte = divmod(rem, row)
+    blocks = np.array([blk], dtype=np.int64)
+    p_lo = p_hi = b_lo = b_hi = 0
     for n, stride in zip(data.shape, data.strides):
         if n <= 1:
+            continue
+        if len(placed.tiles) > 1 and stride % tile == 0:
+            blocks = (blocks[:, None] + np.arange(n, dtype=np.int64) * (stride // tile)).ravel()
             continue
         span = (n - 1) * stride
         if stride % row == 0:
@@ -162,10 +277,45 @@ def view_box(t, p: Placement) -> Box:
         else:
             b_lo, b_hi = b_lo + min(0, span), b_hi + max(0, span)
     lo, hi = byte + b_lo, byte + b_hi + data.itemsize
-    if lo < 0 or hi > row:
-        return p.box  # the view's elements wrap across partitions: take the whole tensor
-    pp, _, offset, _ = p.box
-    return (pp + part + p_lo, pp + part + p_hi + 1, offset + lo, offset + hi)
+    parts = tile // row
+    if lo < 0 or hi > row or part + p_lo < 0 or part + p_hi >= parts or blocks.min() < 0 \
+            or blocks.max() >= len(placed.tiles):
+        # the view's elements wrap across partitions or tiles: place them element by element
+        if data.size > _MAX_GATHER:
+            return whole
+        offsets = np.full(data.shape, start, dtype=np.int64)
+        for k, (n, stride) in enumerate(zip(data.shape, data.strides)):
+            shape = [1] * data.ndim
+            shape[k] = n
+            offsets += (np.arange(n, dtype=np.int64) * stride).reshape(shape)
+        return _element_regions(placed, offsets.ravel(), data.itemsize, base.nbytes) or whole
+    box = (part + p_lo, part + p_hi + 1, lo, hi)
+    return [(placed.tiles[b], _physical(placed, placed.tiles[b], box)) for b in dict.fromkeys(blocks.tolist())]
+
+
+def _element_regions(placed: Placed, offsets: np.ndarray, itemsize: int, nbytes: int):
+    """Per tile, the bounding box of the elements at byte `offsets` of the allocation's storage; None when an
+    offset lies outside it."""
+    if offsets.size == 0:
+        return []
+    if offsets.min() < 0 or offsets.max() + itemsize > nbytes:
+        return None
+    tile, row = placed.tile, placed.row
+    blk, rem = np.divmod(offsets, tile)
+    part, byte = np.divmod(rem, row)
+    out = []
+    for b in np.unique(blk).tolist():
+        sel = blk == b
+        box = (int(part[sel].min()), int(part[sel].max()) + 1, int(byte[sel].min()), int(byte[sel].max()) + itemsize)
+        out.append((placed.tiles[b], _physical(placed, placed.tiles[b], box)))
+    return out
+
+
+def _physical(placed: Placed, p: Placement, box: Box) -> Box:
+    """`box` (partitions and storage bytes within one logical tile) in the buffer's address space at tile `p`."""
+    p0, _, b0, b1 = p.box
+    scale = (b1 - b0) / placed.row  # hardware bytes per storage byte (1 but for packed dtypes)
+    return (p0 + box[0], p0 + box[1], b0 + int(box[2] * scale), b0 + math.ceil(box[3] * scale))
 
 
 def _overlap(a: Box | None, b: Box | None) -> Box | None:
@@ -173,7 +323,3 @@ def _overlap(a: Box | None, b: Box | None) -> Box | None:
         return None
     p0, p1, b0, b1 = max(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), min(a[3], b[3])
     return (p0, p1, b0, b1) if p0 < p1 and b0 < b1 else None
-
-
-def _contains(outer: Box, inner: Box) -> bool:
-    return outer[0] <= inner[0] and inner[1] <= outer[1] and outer[2] <= inner[2] and inner[3] <= outer[3]

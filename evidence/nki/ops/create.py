@@ -163,6 +163,8 @@ def allocate(st, op: str, shape, dt, buffer, name: str = "", init=None, address=
                 banks = _addressed_banks(address, shape, pdim, dt)
         if address is not None:
             placement.place(st, alloc, address, shape, pdim)
+        elif getattr(buffer, "locate", None) is not None:
+            placement.place_blocks(st, alloc, buffer.locate, shape, pdim)
         pinned = st.pin_banks(banks) if banks is not None else None
         if pinned is not None and alloc.live is not None:
             alloc.live[2] = pinned

@@ -20,6 +20,8 @@ float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
 int8, uint8, int16, uint16, int32, uint32 = _dt.int8, _dt.uint8, _dt.int16, _dt.uint16, _dt.int32, _dt.uint32
 bool_ = _dt.bool_
 
+_PSUM_BANK_BYTES = 2048
+
 
 class _FP32Limits:
     """`nl.fp32.min` is the most negative finite fp32 (0xff7fffff)."""
@@ -41,15 +43,29 @@ def iinfo(dtype):
     return np.iinfo(_dt.storage(_dt.resolve(dtype)))
 
 
+def _linear(shape, idx) -> int:
+    """The documented modulo allocators' tile number of block `idx`: `idx mod shape`, linearised row-major
+    (an empty `shape` is (1, 1, ...): every block on the one tile)."""
+    shape = tuple(int(n) for n in shape) or (1,) * len(idx)
+    linear = 0
+    for i, n in zip(idx, shape):
+        linear = linear * n + i % n
+    return linear
+
+
 class Buffer:
     """A memory kind (`nl.sbuf`, `nl.psum`, `nl.hbm`...); allocation helpers return the same kind. A direct
-    allocation of PSUM (`ncc.psum.alloc(func)`, `mod_alloc(...)`) also carries `place`: block index -> the
-    bank it is placed in, which the PSUM peak counts instead of the compiler's allocation (create.allocate)."""
+    allocation (`ncc.sbuf.alloc(func)`, `ncc.sbuf.mod_alloc(...)`, `ncc.psum.alloc(func)`, `mod_alloc(...)`)
+    also carries `locate`: (block index, partitions, bytes per partition) -> the (partition, byte address)
+    of that block's physical tile, PSUM bytes counted from bank 0 (`bank * 2048 + byte`; evidence.nki.placement);
+    PSUM ones `place` too: block index -> the bank, which the PSUM peak counts instead of the compiler's
+    allocation (create.allocate)."""
 
-    def __init__(self, kind: str, place=None, tiles: int | None = None) -> None:
+    def __init__(self, kind: str, place=None, tiles: int | None = None, locate=None) -> None:
         self.kind = kind
         self.place = place
         self.tiles = tiles  # SBUF `mod_alloc`: the physical tiles its logical blocks rotate through
+        self.locate = locate
 
     def __repr__(self) -> str:
         return self.kind
@@ -65,31 +81,47 @@ class Buffer:
         return Buffer(self.kind)
 
     def alloc(self, func=None, *a, **k):
-        """`func(idx, pdim_size, fdim_bytes)` gives each logical block's (bank, partition, address) in PSUM."""
-        if self.kind != "psum" or not callable(func):
+        """`func(idx, pdim_size, fdim_bytes)` gives each logical block's (partition, address) in SBUF, its
+        (bank, partition, address) in PSUM."""
+        if self.kind not in ("sbuf", "psum") or not callable(func):
             return Buffer(self.kind)
-        return Buffer(self.kind, lambda idx, parts, fbytes: func(idx, parts, fbytes)[0])
+        if self.kind == "sbuf":
+            return Buffer(self.kind, locate=lambda idx, parts, fbytes: tuple(func(idx, parts, fbytes))[:2])
 
-    def mod_alloc(self, *a, base_bank=0, num_bank_tiles=(), num_free_tiles=(), **k):
-        """PSUM: block `idx` goes to bank `base_bank + linear(idx mod num_bank_tiles)` (the documented modulo
-        allocation). SBUF: block `idx` goes to physical tile `linear(idx mod num_free_tiles)`, so the tensor
-        holds that many tiles' bytes however many logical blocks it has (its address does not enter any estimate)."""
+        def locate(idx, parts, fbytes):
+            bank, partition, byte = func(idx, parts, fbytes)
+            return int(partition), int(bank) * _PSUM_BANK_BYTES + int(byte)
+        return Buffer(self.kind, lambda idx, parts, fbytes: func(idx, parts, fbytes)[0], locate=locate)
+
+    def mod_alloc(self, *a, base_bank=0, num_bank_tiles=(), num_free_tiles=(), base_addr=None, base_partition=0,
+                  num_par_tiles=(), **k):
+        """The documented modulo allocation: block `idx` goes to partition `base_partition + linear(idx mod
+        num_par_tiles) * pdim_size` and byte `base_addr + linear(idx mod num_free_tiles) * fdim_size`, in PSUM
+        within bank `base_bank + linear(idx mod num_bank_tiles)`. SBUF: the tensor holds `num_free_tiles`
+        tiles' bytes however many logical blocks it has. Arguments read when the tensor is allocated, where a
+        bad one leaves it unplaced (the compiler's error, not the simulator's)."""
+        if self.kind not in ("sbuf", "psum"):
+            return Buffer(self.kind)
+
+        def spot(idx, parts, fbytes, base):
+            return (int(base_partition) + _linear(num_par_tiles, idx) * parts,
+                    int(base) + _linear(num_free_tiles, idx) * fbytes)
+
         if self.kind == "sbuf":
             try:
                 tiles = math.prod(int(n) for n in num_free_tiles) if num_free_tiles else 1
             except (TypeError, ValueError):  # read as the compiler would reject it, not here
                 tiles = None
-            return Buffer(self.kind, tiles=tiles if tiles and tiles > 0 else None)
-        if self.kind != "psum":
-            return Buffer(self.kind)
+            locate = None if base_addr is None else (lambda idx, parts, fbytes: spot(idx, parts, fbytes, base_addr))
+            return Buffer(self.kind, tiles=tiles if tiles and tiles > 0 else None, locate=locate)
 
         def bank(idx, parts, fbytes):  # read when the tensor is allocated, where a bad argument is no error
-            shape = tuple(int(n) for n in num_bank_tiles) or (1,) * len(idx)
-            linear = 0
-            for i, n in zip(idx, shape):
-                linear = linear * n + i % n
-            return int(base_bank) + linear
-        return Buffer(self.kind, bank)
+            return int(base_bank) + _linear(num_bank_tiles, idx)
+
+        def locate(idx, parts, fbytes):
+            partition, byte = spot(idx, parts, fbytes, base_addr or 0)
+            return partition, bank(idx, parts, fbytes) * _PSUM_BANK_BYTES + byte
+        return Buffer(self.kind, bank, locate=locate)
 
     def view(self, *a, **k):
         return self
