@@ -43,7 +43,7 @@ class ChildRuns:
         limits = self.sandbox.limits.model_copy(update={"memory_bytes": self.sim.memory_limit_bytes,
                                                         "cpu_s": self.sim.cpu_limit_s})
         return ChildJob(role="kernel", file=m.kernel.file, entry=m.kernel.entry, grid=m.kernel.grid,
-                        target=m.task.target, timeout_s=self.sim.timeout_s, inputs=m.inputs, limits=limits,
+                        target=m.task.target, neuron_sdk=m.task.neuron_sdk, timeout_s=self.sim.timeout_s, inputs=m.inputs, limits=limits,
                         import_policy=self.sandbox.import_policy)
 
     def run(self, job: ChildJob, label: str = "") -> ChildOutcome:

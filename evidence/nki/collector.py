@@ -92,7 +92,7 @@ class SimulationCollector(Collector):
         common = dict(inputs=m.inputs, seed=self.seed, limits=limits, import_policy=self.sandbox.import_policy)
         separate = m.reference.file != m.kernel.file
         kernel = ChildJob(role="kernel", file=m.kernel.file, entry=m.kernel.entry, grid=m.kernel.grid,
-                          target=m.task.target, timeout_s=self.timeout_s,
+                          target=m.task.target, neuron_sdk=m.task.neuron_sdk, timeout_s=self.timeout_s,
                           withheld=(m.reference.file,) if separate else (), **common)
         # with low-precision float inputs the reference also runs on them widened to float64: numpy on bf16/fp16
         # arrays computes in that precision, and `sim.output` must not blame the kernel for the reference's rounding

@@ -69,15 +69,46 @@ def check_dst_first(tree: ast.AST, display: str) -> None:
                 "destination tile as its first argument (dst) instead of using the call's value", display, node.lineno)
 
 
-def detect(tree: ast.AST, display: str) -> str | None:
-    """The file's dialect (None: no NKI import); mixing both is the NKI 0.4+ compile error."""
+# The first Neuron SDK whose nki (0.4) rejects `neuronxcc.nki` inside a kernel (REFERENCE §0: 0.3 ships in 2.29,
+# 0.4 in 2.30); before it a standalone kernel may still use neuronxcc.nki pieces (nki-library's router top-k
+# annotates its outputs with `neuronxcc.nki.typing`).
+MIXING_REJECTED_SDK = (2, 30)
+
+
+def mixing_allowed(neuron_sdk: str | None) -> bool:
+    """Whether the task's Neuron SDK (`task.neuron_sdk`, "2.29"; None when unstated) still lets one kernel use
+    both dialects. Unstated: no, as the current SDKs judge it."""
+    parts = str(neuron_sdk or "").strip().split(".")
+    try:
+        version = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return False
+    return version < MIXING_REJECTED_SDK
+
+
+def mixing_note(found: dict[str, int], neuron_sdk: str | None) -> str:
+    return (f"the file imports both neuronxcc.nki (beta, line {found[BETA]}) and nki (standalone, line "
+            f"{found[STANDALONE]}): legal for the task's Neuron SDK {neuron_sdk} (nki 0.3 and earlier), which runs it "
+            "as a standalone kernel, but a compile error from SDK 2.30 (nki 0.4 rejects neuronxcc.nki inside a kernel); "
+            "replace the neuronxcc.nki imports with their nki equivalents")
+
+
+def detect(tree: ast.AST, display: str, neuron_sdk: str | None = None) -> str | None:
+    """The file's dialect (None: no NKI import). Mixing both is the NKI 0.4+ compile error unless the task's
+    SDK predates 2.30 (`mixing_allowed`): the file is then a standalone kernel whose neuronxcc.nki imports resolve
+    to the beta shim (`loader.load_kernel` records the note a finding reports)."""
     found = imports(tree)
     if len(found) > 1:
-        raise KernelLoadError(
-            "err_mixed_nki_dialects",
-            f"the file imports both neuronxcc.nki (beta, line {found[BETA]}) and nki (standalone nki 0.3+, line "
-            f"{found[STANDALONE]}); NKI 0.4+ rejects mixing the dialects in one kernel", display, max(found.values()))
-    dialect = next(iter(found), None)
+        if not mixing_allowed(neuron_sdk):
+            sdk = f" (the task's Neuron SDK: {neuron_sdk})" if neuron_sdk else ""
+            raise KernelLoadError(
+                "err_mixed_nki_dialects",
+                f"the file imports both neuronxcc.nki (beta, line {found[BETA]}) and nki (standalone nki 0.3+, line "
+                f"{found[STANDALONE]}); NKI 0.4+ (Neuron SDK 2.30+) rejects mixing the dialects in one kernel{sdk}",
+                display, max(found.values()))
+        dialect = STANDALONE
+    else:
+        dialect = next(iter(found), None)
     if dialect == STANDALONE:
         check_dst_first(tree, display)
     return dialect

@@ -58,8 +58,14 @@ def _shim_table(dialect: str) -> dict[str, types.ModuleType]:
 
 
 @contextmanager
-def shim_imports(dialect: str = _dialect.BETA, modules: dict[str, types.ModuleType] | None = None):
-    table = _shim_table(dialect)
+def shim_imports(dialect: str = _dialect.BETA, modules: dict[str, types.ModuleType] | None = None,
+                 both: bool = False):
+    """`both`: the task's Neuron SDK predates 2.30, where both packages ship and a standalone kernel may use
+    neuronxcc.nki pieces (evidence.nki.dialect.mixing_allowed): the other dialect's names resolve too."""
+    table = {}
+    if both:
+        table.update(_shim_table(_dialect.BETA if dialect == _dialect.STANDALONE else _dialect.STANDALONE))
+    table.update(_shim_table(dialect))
     table.update(modules or {})
     saved = {name: sys.modules.get(name, _MISSING) for name in table}
     sys.modules.update(table)
@@ -79,8 +85,11 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds and loads the submission's own modules (siblings of the kernel file under `root`), by
     absolute name or under the synthetic package the kernel file is a member of (relative imports)."""
 
-    def __init__(self, root: Path, package: str, dialect: str | None, home: Path | None = None) -> None:
+    def __init__(self, root: Path, package: str, dialect: str | None, home: Path | None = None,
+                 neuron_sdk: str | None = None) -> None:
         self.root, self.package, self.dialect = root, package, dialect
+        self.neuron_sdk = neuron_sdk
+        self.mixed: list[tuple[str, int, str]] = []  # (file, line, note) of dialect mixing the task's SDK allows
         self.home = home or root  # the kernel file's folder: absolute imports look there first
         self.loaded: dict[str, types.ModuleType] = {}
 
@@ -118,10 +127,19 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         display = path.resolve().relative_to(self.root.resolve()).as_posix()
         source = _read(path, display)
         tree = _parse(source, str(path.resolve()), display)
-        found = _dialect.detect(tree, display)
-        if found is not None and self.dialect is not None and found != self.dialect:
-            raise KernelLoadError("err_mixed_nki_dialects", f"{display} is written in the {found} NKI dialect, the "
-                                  f"kernel in the {self.dialect} one; NKI 0.4+ rejects mixing them", display, 1)
+        found = _dialect.detect(tree, display, self.neuron_sdk)
+        both = _dialect.imports(tree)
+        if len(both) > 1:
+            self.mixed.append((display, max(both.values()), _dialect.mixing_note(both, self.neuron_sdk)))
+        elif found is not None and self.dialect is not None and found != self.dialect:
+            if not _dialect.mixing_allowed(self.neuron_sdk):
+                raise KernelLoadError("err_mixed_nki_dialects", f"{display} is written in the {found} NKI dialect, "
+                                      f"the kernel in the {self.dialect} one; NKI 0.4+ (Neuron SDK 2.30+) rejects "
+                                      "mixing them", display, 1)
+            self.mixed.append((display, both[found], f"{display} is written in the {found} NKI dialect, the kernel in "
+                               f"the {self.dialect} one: legal for the task's Neuron SDK {self.neuron_sdk} (nki 0.3 and "
+                               "earlier), a compile error from SDK 2.30 (nki 0.4 rejects neuronxcc.nki inside a "
+                               "kernel)"))
         if module.__spec__.submodule_search_locations is not None:
             module.__path__ = [str(path.parent)]
         _execute(module, tree, source, str(path.resolve()), display)
@@ -215,12 +233,15 @@ def _is_path(x) -> bool:
 
 
 def load_kernel(path_or_source, *, filename: str | None = None, display: str | None = None,
-                root: str | Path | None = None, target: str = "trn2") -> types.ModuleType:
+                root: str | Path | None = None, target: str = "trn2", neuron_sdk: str | None = None) -> types.ModuleType:
     """Execute an NKI kernel file (or source text) as a fresh module whose NKI imports hit the shim.
 
     `display` is the name used in errors and findings (e.g. the submission-relative path). `root`
     is the folder the kernel may import its own modules from (default: a file's folder). `target`
-    is what module-level code sees in `nl.tile_size` (helper configs read it at import time).
+    is what module-level code sees in `nl.tile_size` (helper configs read it at import time). `neuron_sdk` is
+    the task's Neuron SDK ("2.29"; None when unstated): before 2.30 a kernel may mix the dialects (it runs as a
+    standalone kernel, `__nki_mixed__` holding where, for the simulation's finding), from 2.30 or unstated that
+    is `err_mixed_nki_dialects`.
     Raises KernelLoadError (syntax error, failing import, mixed dialects, ...).
     """
     if _is_path(path_or_source):
@@ -234,9 +255,13 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
         filename = filename or f"<nki-kernel-{next(_counter)}>"
         display = display or filename
     tree = _parse(source, filename, display)
-    dialect = _dialect.detect(tree, display)
+    dialect = _dialect.detect(tree, display, neuron_sdk)
     module = types.ModuleType(f"nki_kernel_{next(_counter)}")
     module.__nki_dialect__ = dialect or _dialect.BETA
+    module.__nki_neuron_sdk__ = neuron_sdk
+    found = _dialect.imports(tree)
+    mixed = [(display, max(found.values()), _dialect.mixing_note(found, neuron_sdk))] if len(found) > 1 else []
+    both = _dialect.mixing_allowed(neuron_sdk)
     modules: dict[str, types.ModuleType] = {}
     finder = None
     if root is not None:
@@ -245,14 +270,14 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
         module.__package__ = package.__name__ + _subpackage(path_or_source, Path(root))
         modules[package.__name__] = package
         home = Path(path_or_source).resolve().parent if _is_path(path_or_source) else None
-        finder = _SubmissionModules(Path(root).resolve(), package.__name__, dialect, home)
+        finder = _SubmissionModules(Path(root).resolve(), package.__name__, dialect, home, neuron_sdk)
         if dialect is None:  # a wrapper importing no NKI itself runs in the dialect of the modules it imports
             dialect = _imported_dialect(tree, finder, module.__package__)
             if dialect is not None:
                 module.__nki_dialect__ = finder.dialect = dialect
     prev_target = _state.set_loading_target(target)
     # the module is registered while it executes (dataclasses and typing look it up), removed afterwards
-    with shim_imports(module.__nki_dialect__, {**modules, module.__name__: module}):
+    with shim_imports(module.__nki_dialect__, {**modules, module.__name__: module}, both):
         if finder is not None:
             sys.meta_path.insert(0, finder)
         try:
@@ -265,6 +290,8 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
                     sys.modules.pop(name, None)
     if finder is not None:
         modules.update(finder.loaded)
+        mixed += finder.mixed
+    module.__nki_mixed__ = mixed
     module.__nki_modules__ = modules  # put back in sys.modules while the kernel runs (imports in its body)
     return module
 

@@ -85,12 +85,13 @@ def _run_kernel(job: ChildJob, src: Path, monitor: Monitor, inputs: list):
     entry_line = 0
     try:
         # root: a kernel in a subfolder (nkilib-style packages) imports the submission's other folders
-        module = load_kernel(src / job.file, display=job.file, target=job.target, root=src)
+        module = load_kernel(src / job.file, display=job.file, target=job.target, root=src, neuron_sdk=job.neuron_sdk)
         entry = getattr(module, job.entry, None)
         if entry is None:
             raise KernelLoadError("missing_entry", f"kernel entry {job.entry!r} not found in {job.file}", job.file, 1)
         entry_line = getattr(getattr(getattr(entry, "func", entry), "__code__", None), "co_firstlineno", 0)
-        sim = simulate(entry, *inputs, grid=job.grid or None, target=job.target, trace_only=job.trace_only,
+        sim = simulate(entry, *inputs, grid=job.grid or None, target=job.target, neuron_sdk=job.neuron_sdk,
+                       trace_only=job.trace_only,
                        keep_trace=job.perf is not None, affine_order=job.affine_order)
     except EvidenceError as exc:
         status = "unsupported_dialect" if exc.code == "unsupported_dialect" else "error"

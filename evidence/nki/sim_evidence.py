@@ -33,6 +33,7 @@ FINDING_SEVERITY = {
     "partition_start_rule": Severity.medium,
     "indirect_write_conflict": Severity.medium,
     "block_dimensions_deprecated": Severity.low,
+    "mixed_nki_dialects": Severity.low,
     "matmul_operand_in_psum": Severity.low,
     "benchmark_no_timing": Severity.info,
 }

@@ -19,7 +19,7 @@ from evidence.nki import state as _state
 from evidence.nki.coverage import Coverage
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
 from evidence.nki.host_access import InputDigests, check_outputs
-from evidence.nki.dialect import BETA, STANDALONE
+from evidence.nki.dialect import BETA, STANDALONE, mixing_allowed
 from evidence.nki.loader import LOADED_FILES, shim_imports
 from evidence.nki.malloc import reuse_freed_memory
 from evidence.nki.ops import OPS
@@ -126,8 +126,12 @@ def _as_numpy(x):
 
 
 def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = False, keep_trace: bool = True,
-             affine_order: str = "program", **kwargs) -> Simulation:
+             affine_order: str = "program", neuron_sdk: str | None = None, **kwargs) -> Simulation:
     """Run `kernel` (an nki.jit object or plain function) on numpy arrays / plain values.
+
+    `neuron_sdk`: the task's Neuron SDK (default: the one the kernel's file was loaded for, `load_kernel`); a
+    kernel mixing the dialects, which SDKs before 2.30 allow, runs with both dialects' names and a
+    `mixed_nki_dialects` finding.
 
     Raises SimulationError (constraint violations, with kernel file:line) or KernelError
     (`python_error`: the kernel's own code raised); `exc.report` holds the partial report.
@@ -146,6 +150,9 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     st.jit_depth = 1 if func is not kernel else 0
     st.nested_shared_hbm_ok = _state.skips_nested_shared_hbm_check(kernel)
     st.dialect = func.__globals__.get("__nki_dialect__", BETA)  # set by load_kernel from the file's imports
+    st.neuron_sdk = neuron_sdk if neuron_sdk is not None else func.__globals__.get("__nki_neuron_sdk__")
+    for file, line, note in func.__globals__.get("__nki_mixed__", ()):
+        st.finding("mixed_nki_dialects", note, "low", at=(file, line))
     mutable = _mutable_params(func)
     names = list(inspect.signature(func).parameters)
     wrapped = [_wrap(st, a, i, i < len(names) and names[i] in mutable) for i, a in enumerate(args)]
@@ -158,7 +165,8 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
     try:
         # NaN/Inf are data here, not warnings; BLAS single-threaded, the pipeline's workers run in parallel
         # freed tile buffers stay in the process for the next instruction (evidence.nki.malloc)
-        with shim_imports(st.dialect, func.__globals__.get("__nki_modules__")), np.errstate(all="ignore"), \
+        with shim_imports(st.dialect, func.__globals__.get("__nki_modules__"), mixing_allowed(st.neuron_sdk)), \
+                np.errstate(all="ignore"), \
                 single_threaded_blas(), reuse_freed_memory(not _called_by(files)), \
                 prompt_gil_handoff(st.pipeline.workers):
             try:

@@ -55,6 +55,7 @@ class State:
         self.pages = PagePool()  # lazily mapped memory of large on-chip tensors, reused within the run
         self.tiles = TilePool()  # zero-filled tiles (`nl.zeros` in a loop), reused within the run
         self.dialect = "beta"  # beta | standalone (evidence.nki.dialect), set by simulate from the kernel file
+        self.neuron_sdk: str | None = None  # the task's Neuron SDK ("2.29"; None: unstated), set by simulate
         self.trace_only = trace_only
         self.files = kernel_files  # code filename -> display name
         self.kernel_codes: set = set()  # code objects of the top-level kernel functions

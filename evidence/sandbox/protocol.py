@@ -32,6 +32,7 @@ class ChildJob(BaseModel):
     seed: int = 0
     grid: tuple[int, ...] = ()
     target: Target = "trn2"
+    neuron_sdk: str | None = None  # kernel role: the task's Neuron SDK (dialect mixing is legal before 2.30)
     timeout_s: float = Field(gt=0)
     limits: Limits
     import_policy: bool = True  # block system access at run time (otherwise record it only)
