@@ -142,6 +142,15 @@ def test_tensors_placed_on_the_same_bytes_while_both_live_cap_correctness_at_3_a
     assert "sim.finding:overlapping_placement" in {x.evidence_id for x in c.citations}
 
 
+def test_a_kernel_mixing_the_dialects_for_an_sdk_that_still_allows_it_caps_the_platform_at_4():
+    # legal for the task's SDK (before 2.30), a compile error from 2.30: one minor lapse of an otherwise legal kernel
+    mixed = item("sim.finding:mixed_nki_dialects:kernel.py:4", "sim.finding", "low", labels={"code": "mixed_nki_dialects"},
+                 line=4)
+    c = draft(bundle(MATCHING, KERNEL_FACT, mixed)).criterion("neuron_platform")
+    assert c.score == 4, c.rationale
+    assert "sim.finding:mixed_nki_dialects:kernel.py:4" in {x.evidence_id for x in c.citations}
+
+
 def test_penalties_accumulate_up_to_their_bound_and_cite_locations():
     dmas = [item(f"nki.small-dma:kernel.py:{n}", "nki.small-dma", "medium", line=n) for n in (10, 11, 12)]
     trace = item("sim.trace", "sim.trace", metrics={"dma_small_count": 0.0, "dma_count": 10.0})

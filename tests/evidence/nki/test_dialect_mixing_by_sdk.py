@@ -72,3 +72,13 @@ def test_the_task_s_sdk_reaches_the_simulation_of_a_submission():
     items = SimulationCollector().collect(_submission(None))
     errors = [i for i in items if i.kind == "sim.error"]
     assert [(e.labels.get("code"), e.location.start_line) for e in errors] == [("err_mixed_nki_dialects", 4)], errors
+
+
+def test_the_static_analyzers_read_a_mixing_file_as_the_standalone_kernel_the_simulator_runs():
+    import libcst as cst
+
+    from evidence.static.dialect import detect
+
+    assert detect(cst.parse_module(MIXED)).dialect == "standalone"
+    beta = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+    assert detect(cst.parse_module(beta)).dialect == "beta"
