@@ -165,3 +165,32 @@ def test_cuda_headers_of_the_migration_are_read_with_the_cuda_file():
     assert upload.manifest.migration.cuda_headers == ("common.cuh",)
     with pytest.raises(SubmissionError, match=r"migration.cuda_headers\[0\]: file 'common.cuh' not found"):
         submission_from_upload(manifest, dict(folder.files))
+
+
+def _library_upload(modules: int, module_bytes: int = 200) -> tuple[str, dict[str, str]]:
+    """A library-style submission: a kernel entry importing `modules` helper modules, and a reference."""
+    names = [f"lib/mod_{i:02d}.py" for i in range(modules)]
+    files = {name: f"X{i} = {i}\n" + "#" * module_bytes + "\n" for i, name in enumerate(names)}
+    files["kernel.py"] = "def entry(x):\n    return x\n"
+    files["reference.py"] = "def ref(x):\n    return x\n"
+    manifest = (
+        '[task]\nid = "lib"\ntitle = "lib"\n\n'
+        f'[kernel]\nfile = "kernel.py"\nentry = "entry"\nmodules = {names!r}\n\n'
+        '[[inputs]]\nname = "x"\nshape = [128, 8]\n\n'
+        '[reference]\nfile = "reference.py"\nentry = "ref"\n'
+    ).replace("'", '"')
+    return manifest, files
+
+
+def test_the_default_limits_admit_a_library_kernel_with_its_helper_modules_but_not_without_bound():
+    # nki-library's MoE block kernel imports at least 36 library modules (its decode MLP 17): with the entry and the
+    # reference that is 38 files, over the old default of 16
+    manifest, files = _library_upload(38)
+    assert len(submission_from_upload(manifest, files).files) == 40
+    manifest, files = _library_upload(63)
+    with pytest.raises(SubmissionTooLarge, match="65 files exceed the limit of 64"):
+        submission_from_upload(manifest, files)
+    # the byte limit still bounds what fits in the file count: 40 modules of 30 KB exceed 1 MiB
+    manifest, files = _library_upload(38, module_bytes=30_000)
+    with pytest.raises(SubmissionTooLarge, match="submission exceeds 1048576 bytes"):
+        submission_from_upload(manifest, files)
