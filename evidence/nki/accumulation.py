@@ -102,3 +102,68 @@ def _covers(t) -> bool:
         region *= n
     return t.size == region
 
+
+
+def _low_float(dt) -> bool:
+    name = dtypes.name(dt)
+    return name in ("bfloat16", "float16") or name.startswith("float8")
+
+
+class Roundings:
+    """How many instructions in sequence rounded a value to a low-precision float (bf16, fp16, fp8) before it
+    reached HBM: the error model's device reference rounds only the inputs and the output, while a bf16 kernel
+    stores its intermediates (a normalised activation, the operands TensorE reads) in bf16 too, each store one more
+    rounding of the size of the output's.
+
+    Per region (allocation id -> block -> (roundings, last)): a computing instruction writing a low-precision
+    float writes one more than the deepest region it reads, `last` set (its rounding may be the output's own); a
+    copy, cast or transpose passes the deepest source's pair on (a cast of fp32 PSUM to bf16 is the output
+    rounding the device reference makes too, and a bf16 value through fp32 PSUM and back rounds nothing); an
+    addition passes it on too (a running sum kept in bf16 is the precision defect the error model must still
+    see, not a stage it allows for), and so do other instructions (fp32 and integer results, matmuls into
+    PSUM) with `last` clear; one with no tile source (memset, iota) starts at zero.
+    `longest` is the most roundings before the output's own in any value written to HBM. Partial writes keep the
+    deeper pair, so a count can only overcount (a looser bound, which the error model caps)."""
+
+    __slots__ = ("depth", "longest")
+
+    def __init__(self) -> None:
+        self.depth: dict[int, dict[tuple, tuple[int, bool]]] = {}
+        self.longest = 0
+
+    def _of(self, tiles) -> tuple[int, bool]:
+        deepest = (0, False)
+        for t in tiles:
+            blocks = self.depth.get(t.alloc.uid)
+            if blocks:
+                for b, d in blocks.items():
+                    if d > deepest and _overlap(b, t.block):
+                        deepest = d
+        return deepest
+
+    def write(self, out, sources, copied: bool, added: bool = False) -> None:
+        if out is None:
+            return
+        src = self._of(sources)
+        if copied or added:
+            d = src
+        elif not sources:
+            d = (0, False)
+        elif _low_float(out.dtype):
+            d = (src[0] + 1, True)
+        else:
+            d = (src[0], False)
+        if out.alloc.buffer not in ("sbuf", "psum") and d[0] - d[1] > self.longest:
+            self.longest = d[0] - d[1]
+        blocks = self.depth.get(out.alloc.uid)
+        if not d[0]:
+            if blocks and _covers(out):
+                blocks.pop(out.block, None)
+            return
+        if blocks is None:
+            blocks = self.depth[out.alloc.uid] = {}
+        if d > blocks.get(out.block, (0, False)) or _covers(out):
+            blocks[out.block] = d
+
+    def free(self, uid: int) -> None:
+        self.depth.pop(uid, None)

@@ -101,5 +101,6 @@ class Alloc:
                 self.state.psum_close(self.uid)
             rec = self.state.recorder
             rec.chains.free(self.uid)
+            rec.roundings.free(self.uid)
             if rec.keep:
                 rec.frees.append((len(rec.events), self.uid))

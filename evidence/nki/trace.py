@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evidence.nki.accumulation import Chains
+from evidence.nki.accumulation import Chains, Roundings
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 # free-axis reductions: their reduction length (elements in per element out) feeds the error model's bounds
@@ -158,7 +158,7 @@ def _free(shape: tuple) -> int:
 class Recorder:
     """Collects events (unless told not to keep them), the side tables a scheduler needs, and the aggregate."""
 
-    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks", "chains")
+    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks", "chains", "roundings")
 
     def __init__(self, keep: bool = True) -> None:
         self.events: list[TraceEvent] = []
@@ -169,6 +169,7 @@ class Recorder:
         self.frees: list[tuple[int, int]] = []  # (position, allocation id) when an on-chip allocation was released
         self.marks: list[tuple[int, int, str, int, int]] = []  # (position, loop token, kind, iteration, line) per iteration
         self.chains = Chains()  # element-wise accumulation depth per region (kept in every mode: the error model's K)
+        self.roundings = Roundings()  # low-precision roundings in sequence per region (the error model's bound)
 
     def add(self, ev: TraceEvent) -> None:
         if self.keep:

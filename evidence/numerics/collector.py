@@ -167,6 +167,8 @@ class NumericsCollector(Collector):
             metas = kernel.result.outputs
             arrays = {**kernel.arrays, **reference.arrays}
             k = _reduction_length(report, [o.shape for o in metas])
+            roundings = report.rounding_depth if report is not None else 0
+            device = lowest_precision(list(report.dtypes if report else ()))
             produced = {m_.array: m_.dtype for m_ in reference.result.outputs}
             for i, o in enumerate(metas):
                 out, r64 = arrays.get(f"out{i}"), arrays.get(f"f64ref{i}")
@@ -185,7 +187,7 @@ class NumericsCollector(Collector):
                 written = arrays.get(o.written) if o.written else None
                 order = "affine reversed" if trial.get("affine_order") == "reversed" else "program"
                 res = assess(Trial(trial["label"], out, r64, dev, arrays.get(f"absref{i}"), written, order),
-                             o.dtype, k, tuple(m.kernel.grid))
+                             o.dtype, k, tuple(m.kernel.grid), roundings, device)
                 if trial.get("second_size"):
                     growth.setdefault(i, []).append((k, res.rel_l2))
                     continue
@@ -229,9 +231,13 @@ class NumericsCollector(Collector):
         rounding = (f"The reference returns {self_rounding} itself, so output rounding is taken as one unit roundoff "
                     f"of {dtype}: rel L2 " if self_rounding else
                     "Input/output rounding alone (device-faithful reference) accounts for rel L2 ")
+        e_r = w.e_round if w.roundings else w.e_dev
+        extra = (f"; {w.roundings} intermediate low-precision rounding{'s' if w.roundings > 1 else ''} before the "
+                 f"output's own (values the kernel stores in a low-precision dtype on their way to the output) raise "
+                 f"that to {e_r:.3g}" if w.roundings else "")
         detail = (f"{trials}. {rounding}"
-                  f"{w.e_dev:.3g}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g} adds "
-                  f"{w.bound_typ - w.e_dev:.2g} typically (sqrt(K) u), {w.bound_worst - w.e_dev:.2g} at worst (K u). "
+                  f"{w.e_dev:.3g}{extra}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g} adds "
+                  f"{w.bound_typ - e_r:.2g} typically (sqrt(K) u), {w.bound_worst - e_r:.2g} at worst (K u). "
                   f"Recommended cross-platform tolerance rtol {rtol:g}, atol {atol:.3g}: {why}. Cosine "
                   f"similarity {min(r.cosine for r in v.trials):.6f} (reported, not a gate).")
         if order_state_line:
@@ -241,6 +247,7 @@ class NumericsCollector(Collector):
         ulp = w.ulp or {}
         metrics = {"trials": float(n), "ratio": _finite(w.ratio), "rel_l2": _finite(max(r.rel_l2 for r in v.trials)),
                    "bound_typ": w.bound_typ, "bound": w.bound, "bound_worst": w.bound_worst, "e_device": w.e_dev,
+                   "intermediate_roundings": float(w.roundings),
                    "kappa": w.kappa,
                    "reduction_length": float(k), "recommended_rtol": rtol, "recommended_atol": atol,
                    "cosine_min": _finite(min(r.cosine for r in v.trials)),
