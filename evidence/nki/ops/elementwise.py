@@ -242,6 +242,9 @@ def check_activation(st, op, data, *, bias=None, scale=1.0, reduce_op=None, redu
             raise st.error("err_activation_scale_scalar_or_vector", f"scale must be a scalar or a [{data.shape[0]}, 1] vector")
     if reduce_res is not None:
         tile(st, reduce_res, "activation", "reduce_res")
+        if reduce_res.shape[0] < data.shape[0] or free_size(reduce_res.shape) != 1:
+            raise st.error("err_num_partition_mismatch", f"reduce_res must hold one value per partition of the data "
+                           f"{list(data.shape)}, got {list(reduce_res.shape)}")
     c = Call(_name, "scalar")
     c.mask = op_mask(st, mask)
     c.ins = [data] + [t for t in (bias, scale) if isinstance(t, Tensor)]
@@ -278,6 +281,10 @@ def exec_activation(st, c: Call) -> None:
             if res is None:
                 return
         rows = reduced_mask(c.mask, r.shape, tuple(range(1, nd)), False)
+        if res.shape[0] > r.shape[0]:
+            # a reduce_res of more partitions than the data (nki-library's router top-k passes its [128, 1] column for
+            # a 72-row tail tile): the instruction's partitions write its leading ones, the rest keep their values
+            res = res[0:r.shape[0]]
         # partitions the mask leaves out entirely are not computed: reduce_res keeps its old values there
         res.write(vals.reshape(res.shape),
                   None if rows is None else np.broadcast_to(rows.reshape((-1,) + (1,) * (len(res.shape) - 1)), res.shape))
