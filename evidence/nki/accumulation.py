@@ -109,60 +109,72 @@ def _low_float(dt) -> bool:
     return name in ("bfloat16", "float16") or name.startswith("float8")
 
 
-class Roundings:
-    """How many instructions in sequence rounded a value to a low-precision float (bf16, fp16, fp8) before it
-    reached HBM: the error model's device reference rounds only the inputs and the output, while a bf16 kernel
-    stores its intermediates (a normalised activation, the operands TensorE reads) in bf16 too, each store one more
-    rounding of the size of the output's.
+_MATMULS = frozenset({"nisa.nc_matmul", "matmul"})
 
-    Per region (allocation id -> block -> (roundings, last)): a computing instruction writing a low-precision
-    float writes one more than the deepest region it reads, `last` set (its rounding may be the output's own); a
-    copy, cast or transpose passes the deepest source's pair on (a cast of fp32 PSUM to bf16 is the output
-    rounding the device reference makes too, and a bf16 value through fp32 PSUM and back rounds nothing); an
-    addition passes it on too (a running sum kept in bf16 is the precision defect the error model must still
-    see, not a stage it allows for), and so do other instructions (fp32 and integer results, matmuls into
-    PSUM) with `last` clear; one with no tile source (memset, iota) starts at zero.
-    `longest` is the most roundings before the output's own in any value written to HBM. Partial writes keep the
-    deeper pair, so a count can only overcount (a looser bound, which the error model caps)."""
+
+def _free(t) -> int:
+    n = 1
+    for d in tuple(t.shape)[1:]:
+        n *= int(d)
+    return n
+
+
+class Roundings:
+    """How many roundings to a low-precision float (bf16, fp16, fp8) the values a kernel feeds TensorE went
+    through: the error model's device reference rounds only the inputs and the output, while a bf16 kernel must
+    hand TensorE bf16 operands, and stores the activation it computes for them (x * rstd, then * gamma in a
+    norm before a projection) in bf16, each store one more rounding of the size of the output's.
+
+    Per region (allocation id -> block -> (roundings, last, allowed)): a computing instruction writing a
+    low-precision float writes one more rounding than the deepest region it reads; a copy, cast, transpose or
+    addition passes the count on (a cast of fp32 PSUM to bf16 is the output rounding the device reference makes
+    too; a running sum kept in bf16 is a precision defect the error model must still see), and so does a
+    reduction or any per-partition column ([P, 1]: statistics such as a max, a sum, 1/sum or an exp bias kept in
+    bf16 are a precision choice, not a stage TensorE needs) and an instruction writing fp32 or integers; one with no tile source (memset, iota) starts at
+    zero. `allowed` is set where a matmul reads its operands: the roundings they went through are the ones the
+    bound excuses, and it passes on from there. `longest` is the most allowed roundings in any value written to
+    HBM. Partial writes keep the deeper triple, so a count can only overcount (a looser bound, which the error
+    model caps)."""
 
     __slots__ = ("depth", "longest")
 
     def __init__(self) -> None:
-        self.depth: dict[int, dict[tuple, tuple[int, bool]]] = {}
+        self.depth: dict[int, dict[tuple, tuple[int, int]]] = {}
         self.longest = 0
 
-    def _of(self, tiles) -> tuple[int, bool]:
-        deepest = (0, False)
+    def _of(self, tiles) -> tuple[int, int]:
+        total = allowed = 0
         for t in tiles:
             blocks = self.depth.get(t.alloc.uid)
             if blocks:
                 for b, d in blocks.items():
-                    if d > deepest and _overlap(b, t.block):
-                        deepest = d
-        return deepest
+                    if _overlap(b, t.block):
+                        total, allowed = max(total, d[0]), max(allowed, d[1])
+        return total, allowed
 
-    def write(self, out, sources, copied: bool, added: bool = False) -> None:
+    def write(self, out, sources, copied: bool, added: bool = False, op: str = "") -> None:
         if out is None:
             return
-        src = self._of(sources)
-        if copied or added:
-            d = src
+        total, allowed = self._of(sources)
+        if op in _MATMULS:
+            d = (total, max(allowed, total))
+        elif (copied or added or not _low_float(out.dtype) or _free(out) == 1
+              or (sources and _free(out) * 2 <= max(map(_free, sources)))):
+            d = (total, allowed)
         elif not sources:
-            d = (0, False)
-        elif _low_float(out.dtype):
-            d = (src[0] + 1, True)
+            d = (0, 0)
         else:
-            d = (src[0], False)
-        if out.alloc.buffer not in ("sbuf", "psum") and d[0] - d[1] > self.longest:
-            self.longest = d[0] - d[1]
+            d = (total + 1, allowed)
+        if out.alloc.buffer not in ("sbuf", "psum") and d[1] > self.longest:
+            self.longest = d[1]
         blocks = self.depth.get(out.alloc.uid)
-        if not d[0]:
+        if d == (0, 0):
             if blocks and _covers(out):
                 blocks.pop(out.block, None)
             return
         if blocks is None:
             blocks = self.depth[out.alloc.uid] = {}
-        if d > blocks.get(out.block, (0, False)) or _covers(out):
+        if d > blocks.get(out.block, (0, 0)) or _covers(out):
             blocks[out.block] = d
 
     def free(self, uid: int) -> None:

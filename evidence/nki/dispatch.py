@@ -110,7 +110,7 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         if st.placements:
             placement.access(st, c, written)
         st.recorder.chains.write(written, c.ins, is_addition(c.op, p), c.op in COPY_OPS)
-        st.recorder.roundings.write(written, c.ins, c.op in COPY_OPS, is_addition(c.op, p))
+        st.recorder.roundings.write(written, c.ins, c.op in COPY_OPS, is_addition(c.op, p), c.op)
     elif c.out is not None:
         v = p.get("v") if p else None
         v = v if getattr(v, "alloc", None) is not None else None  # a tile (tensor sits above this module)
