@@ -34,6 +34,7 @@ FINDING_SEVERITY = {
     "indirect_write_conflict": Severity.medium,
     "block_dimensions_deprecated": Severity.low,
     "mixed_nki_dialects": Severity.low,
+    "find_index8_value_not_found": Severity.low,
     "matmul_operand_in_psum": Severity.low,
     "benchmark_no_timing": Severity.info,
 }
