@@ -245,6 +245,7 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
     whatifs = {(i.labels.get("code"), i.location.file, i.location.start_line): i for i in items
                if i.kind == "perf.whatif" and i.location is not None}
     sizes = next((i.labels.get("small_transfers") for i in items if i.kind == "sim.dma_sizes"), None)
+    transfer_whatif = _transfer_whatif(whatifs)
     out: list[EvidenceItem] = []
     for item in items:
         if item.kind == "sim.output":
@@ -260,7 +261,7 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
                 item = _impact(item, whatifs)
         if item.kind == "nki.small-dma":
             item = _measured_transfers(item, trace, sizes)
-            item = item.model_copy(update={"labels": {**item.labels, "whatif": _transfer_whatif(whatifs)}})
+            item = item.model_copy(update={"labels": {**item.labels, "whatif": transfer_whatif}})
         if item.kind in MEASURED:
             out.append(item.model_copy(update={"labels": {**item.labels, "measured": measured[0],
                                                           "measured_reason": measured[1]}}))

@@ -14,18 +14,8 @@ Target = tuple[str, str]
 
 
 def attribute_type(typer, cls: Target, attr: str) -> object:
-    key = (cls, attr)
-    if key in typer._attrs:
-        return typer._attrs[key]
-    if key in typer._busy:
-        return _CYCLE
-    typer._busy.add(key)
-    try:
-        result = None if attr in _foreign_attrs(typer) else _attribute_type(typer, cls, attr)
-    finally:
-        typer._busy.discard(key)
-    typer._attrs[key] = result
-    return result
+    return typer.memo(typer._attrs, (cls, attr), _CYCLE,
+                      lambda: None if attr in _foreign_attrs(typer) else _attribute_type(typer, cls, attr))
 
 
 def _attribute_type(typer, cls: Target, attr: str) -> object:

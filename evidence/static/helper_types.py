@@ -168,38 +168,46 @@ class Typer:
         elif attr in _ADD_ITEMS:
             add("expr", call.args[0]) if len(call.args) == 1 and not call.keywords else add("type", None)
 
-    def name_type(self, s: _Scope, name: str) -> object:
-        if name in s.types:
-            return s.types[name]
-        key = (id(s), name)
-        if key in self._busy:
-            return _CYCLE
-        self._busy.add(key)
+    def memo(self, cache: dict, key, on_cycle: object, compute: Callable[[], object], busy_key=None) -> object:
+        """`cache[key]`, computed once by `compute`; `on_cycle` when asked again while it is being computed (a
+        type that depends on itself). `busy_key` names the computation where `key` alone does not."""
+        if key in cache:
+            return cache[key]
+        busy = key if busy_key is None else busy_key
+        if busy in self._busy:
+            return on_cycle
+        self._busy.add(busy)
         try:
-            found: set[object] = set()
-            for kind, v in s.bindings.get(name, []):
-                if kind == "type":
-                    t = v
-                elif kind == "expr":
-                    t = self.type_of(v, s)
-                    t = _EMPTY if t is None and _empty(v) else t
-                elif kind == "item":
-                    t = self.type_of(v, s)
-                    t = Items(t) if isinstance(t, tuple) else None
-                else:  # elem: a loop over a container
-                    t = self.type_of(v, s)
-                    t = t.cls if isinstance(t, Items) else None
-                found.add(t)
-            found -= {_EMPTY, _CYCLE}
-            if _NULLABLE in found:
-                found.discard(_NULLABLE)
-                if len(found) == 1 and not self._callers_agree(s, name, next(iter(found))):
-                    found.add(None)
-            result = next(iter(found)) if len(found) == 1 else None
+            result = compute()
         finally:
-            self._busy.discard(key)
-        s.types[name] = result
+            self._busy.discard(busy)
+        cache[key] = result
         return result
+
+    def name_type(self, s: _Scope, name: str) -> object:
+        return self.memo(s.types, name, _CYCLE, lambda: self._name_type(s, name), busy_key=(id(s), name))
+
+    def _name_type(self, s: _Scope, name: str) -> object:
+        found: set[object] = set()
+        for kind, v in s.bindings.get(name, []):
+            if kind == "type":
+                t = v
+            elif kind == "expr":
+                t = self.type_of(v, s)
+                t = _EMPTY if t is None and _empty(v) else t
+            elif kind == "item":
+                t = self.type_of(v, s)
+                t = Items(t) if isinstance(t, tuple) else None
+            else:  # elem: a loop over a container
+                t = self.type_of(v, s)
+                t = t.cls if isinstance(t, Items) else None
+            found.add(t)
+        found -= {_EMPTY, _CYCLE}
+        if _NULLABLE in found:
+            found.discard(_NULLABLE)
+            if len(found) == 1 and not self._callers_agree(s, name, next(iter(found))):
+                found.add(None)
+        return next(iter(found)) if len(found) == 1 else None
 
     # -- expressions ----------------------------------------------------------------------
     def type_of(self, node: ast.expr | None, s: _Scope) -> object:
@@ -283,18 +291,7 @@ class Typer:
         return (m, owner) if m is not None else None
 
     def return_type(self, fn: Target, receiver: Target | None) -> object:
-        key = (fn, receiver)
-        if key in self._returns:
-            return self._returns[key]
-        if key in self._busy:
-            return None
-        self._busy.add(key)
-        try:
-            result = self._return_type(fn, receiver)
-        finally:
-            self._busy.discard(key)
-        self._returns[key] = result
-        return result
+        return self.memo(self._returns, (fn, receiver), None, lambda: self._return_type(fn, receiver))
 
     def _return_type(self, fn: Target, receiver: Target | None) -> object:
         if "." in fn[1]:
