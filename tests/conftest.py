@@ -13,6 +13,18 @@ EXAMPLES = ROOT / "examples"
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "submission.toml").is_file())
 
 
+def pytest_collection_modifyitems(config, items):
+    """Test files holding `slow` tests run first, the longest (`pytest.mark.slow(minutes=N)`) before the others,
+    order otherwise kept: with one file to a test process (pytest-xdist's loadfile), a multi-minute file started
+    last would leave the other process idle at the end."""
+    minutes: dict = {}
+    for item in items:
+        mark = item.get_closest_marker("slow")
+        if mark is not None:
+            minutes[item.path] = max(minutes.get(item.path, 0), mark.kwargs.get("minutes", 0))
+    items.sort(key=lambda item: (item.path not in minutes, -minutes.get(item.path, 0)))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_data_dir(tmp_path_factory):
     """Calibration runs and audits go to a throw-away data directory, never the user's, and so do the

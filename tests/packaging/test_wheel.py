@@ -31,7 +31,7 @@ from tests.conftest import EXAMPLE_NAMES, EXAMPLES, ROOT
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.grader.test_llm_wiring import cite_first_listed
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(minutes=2)
 BUILD_JUNK = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".grader-cache",
                                     ".pytest_cache", "*.db")
 

@@ -15,7 +15,7 @@ import pytest
 from tests.security.cases import CASES, Case
 from tests.security.conftest import BUDGET_S, Batch
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(minutes=4)
 CRITERIA = 10
 
 

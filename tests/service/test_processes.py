@@ -21,7 +21,7 @@ from grader.store.models import AuditEntry, DraftRow, Job
 from tests.fakes.postgres import _free_port
 from tests.service.conftest import upload
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(minutes=2)
 EXAMPLE_CYCLE = ["matmul-tiled", "softmax-ragged-defect", "rmsnorm-cuda-port"]
 
 

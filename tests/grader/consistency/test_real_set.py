@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 SET = ROOT / "evals" / "calibration" / "nki-review-v1"
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=5)
 @pytest.mark.skipif(not SET.is_dir(), reason="the calibration set has not landed")
 def test_calibrate_the_real_set_with_the_rules_drafter(tmp_path):
     out, html = tmp_path / "report.json", tmp_path / "report.html"
