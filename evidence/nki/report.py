@@ -75,6 +75,8 @@ class Report(BaseModel):
     dtypes: tuple[str, ...] = ()  # dtypes the instructions produced or moved (the error model's device dtype)
     reduce_length: float = 0.0  # longest free-axis reduction, elements in per element out
     accumulation_depth: int = 0  # longest chain of element-wise additions feeding a value (evidence.nki.accumulation)
+    # argument index -> float dtypes the kernel computes that argument's data in (evidence.nki.input_precision)
+    input_dtypes: dict[int, tuple[str, ...]] = {}
     rounding_depth: int = 0  # most low-precision roundings before the output's own in a value stored to HBM (Roundings)
     # reversed-order run (error model): a line whose mask was built in another affine iteration, so reversing the
     # Python iterations changed what was traced; 0 when none
@@ -137,6 +139,7 @@ def build_report(st: State) -> Report:
         reduce_length=agg.reduce_len,
         accumulation_depth=st.recorder.chains.longest,
         rounding_depth=st.recorder.roundings.longest,
+        input_dtypes=st.recorder.precision.by_argument(),
     )
 
 

@@ -150,16 +150,17 @@ def _is_float(a) -> bool:
 
 def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) -> dict[str, str]:
     """The error model's references (evidence.numerics.errormodel): `f64` (inputs widened to float64),
-    `dev` (float inputs rounded to job.device_dtype, computed in float32) and `abs` (float64 on |inputs|).
-    Arrays `<variant>ref<i>` in float64, their metadata with the dtype the reference returned; a variant the
-    reference cannot compute is reported, not raised."""
+    `dev` (each float input rounded to its job.device_dtypes entry, computed in float32) and `abs` (float64 on
+    |inputs|). Arrays `<variant>ref<i>` in float64, their metadata with the dtype the reference returned; a variant
+    the reference cannot compute is reported, not raised."""
     from evidence.nki import dtypes
 
-    dev = dtypes.resolve(job.device_dtype) if job.device_dtype else None
+    dev = [dtypes.resolve(d) if d else None for d in job.device_dtypes]
+    dev += [None] * (len(inputs) - len(dev))
     made = {
         "f64": lambda: [x.astype(np.float64) if _is_float(x) else x for x in inputs],
-        "dev": lambda: [(dtypes.cast(x.astype(np.float32), dev) if dev is not None else x).astype(np.float32)
-                        if _is_float(x) else x for x in inputs],
+        "dev": lambda: [(dtypes.cast(x.astype(np.float32), d) if d is not None else x).astype(np.float32)
+                        if _is_float(x) else x for x, d in zip(inputs, dev)],
         "abs": lambda: [np.abs(x.astype(np.float64)) if _is_float(x) else x for x in inputs],
     }
     status = {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evidence.nki.accumulation import Chains, Roundings
+from evidence.nki.input_precision import InputPrecision
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 # free-axis reductions: their reduction length (elements in per element out) feeds the error model's bounds
@@ -158,7 +159,8 @@ def _free(shape: tuple) -> int:
 class Recorder:
     """Collects events (unless told not to keep them), the side tables a scheduler needs, and the aggregate."""
 
-    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks", "chains", "roundings")
+    __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks", "chains", "roundings",
+                 "precision")
 
     def __init__(self, keep: bool = True) -> None:
         self.events: list[TraceEvent] = []
@@ -170,6 +172,7 @@ class Recorder:
         self.marks: list[tuple[int, int, str, int, int]] = []  # (position, loop token, kind, iteration, line) per iteration
         self.chains = Chains()  # element-wise accumulation depth per region (kept in every mode: the error model's K)
         self.roundings = Roundings()  # low-precision roundings in sequence per region (the error model's bound)
+        self.precision = InputPrecision()  # dtypes each argument's data is computed in (the device reference's)
 
     def add(self, ev: TraceEvent) -> None:
         if self.keep:

@@ -101,9 +101,8 @@ class NumericsCollector(Collector):
         self._note_limit(kernel, trial, stop)
         if kernel.result.status != "ok" or ref_job is None:
             return kernel, None
-        floats = [s.dtype for s in inputs if s.is_tensor]
-        device = lowest_precision(list(kernel.result.report.dtypes if kernel.result.report else ()) + floats)
-        job = ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs"), "device_dtype": device})
+        job = ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs"),
+                                         "device_dtypes": device_dtypes(inputs, kernel.result.report)})
         key = job.model_dump_json()
         with self._lock:
             future = references.get(key)
@@ -274,6 +273,14 @@ class NumericsCollector(Collector):
             metrics={name: _sig(val) for name, val in
                      {"k1": k1, "k2": k2, "rel_l2_k1": e1, "rel_l2_k2": e2, "exponent": _finite(slope)}.items()},
             labels={"growth": shape})
+
+
+def device_dtypes(inputs, report) -> tuple[str | None, ...]:
+    """Per input, the dtype the device-faithful reference rounds it to: the lowest precision among its declared
+    dtype and the dtypes the kernel computes its data in (evidence.nki.input_precision); None for non-tensors."""
+    computed = report.input_dtypes if report is not None else {}
+    return tuple(lowest_precision([s.dtype, *computed.get(i, ())]) if s.is_tensor else None
+                 for i, s in enumerate(inputs))
 
 
 def _self_rounded(produced: str | None) -> str | None:

@@ -4,9 +4,19 @@ Per trial (a seed, an input distribution, possibly affine loops run in reverse o
 references of the submission's numpy function are compared with the kernel's output:
 
 - ``ref64``: the inputs (already in their declared dtypes) widened to float64: exact arithmetic;
-- ``refdev`` (device-faithful): the inputs rounded to the kernel's lowest-precision float dtype,
+- ``refdev`` (device-faithful): each input rounded to the precision the kernel computes it in,
   computed in float32 (fp32 accumulation, as TensorE's PSUM), the output rounded to the output
-  dtype. Its distance from ``ref64`` is what input and output rounding alone cost (``e_dev``);
+  dtype. Its distance from ``ref64`` is what input and output rounding alone cost (``e_dev``).
+  An input's precision is the lowest of its declared dtype and the dtypes the simulator saw the
+  kernel compute on its data in (evidence.nki.input_precision): a tile holding the input's data
+  unchanged (loaded, DMA'd, cast, copied, transposed) that any instruction computes on, and any
+  TensorE operand derived from the input, since TensorE multiplies in its operands' dtype while
+  the other engines compute in fp32. So fp32 inputs cast to bf16 for a matmul are rounded to bf16,
+  fp8 weights times bf16 activations keep bf16 activations (one lowest dtype for every input
+  rounded them to fp8: a bound ~15x too loose), and a low-precision value after the last matmul
+  (a bf16 running sum, partials cast to fp8) lowers no input's precision: the bound still sees it.
+  A value another engine computes from an input and stores in low precision (x * s in bf16, then
+  used by vector instructions) is not the input's rounding but an intermediate one (below);
 - ``refabs``: float64 on the inputs' absolute values, for the conditioning kappa =
   ||refabs|| / ||ref64|| (1 when the sums do not cancel; large under near-cancellation).
 

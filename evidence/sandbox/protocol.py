@@ -42,9 +42,10 @@ class ChildJob(BaseModel):
     perf: dict | None = None  # kernel role: an evidence.perf.analysis request, answered in ChildResult.perf
     affine_order: Literal["program", "reversed"] = "program"  # kernel role: the error model's order trial
     # reference role: the error model's references (`f64`, `dev`, `abs`: evidence.nki.runner) as
-    # arrays f64ref<i>, devref<i>, absref<i>; `dev` rounds float inputs to device_dtype first
+    # arrays f64ref<i>, devref<i>, absref<i>; `dev` first rounds each float input to its entry of device_dtypes
+    # (one per input, in order; None or missing: the input as it is)
     reference_variants: tuple[Literal["f64", "dev", "abs"], ...] = ()
-    device_dtype: str | None = None
+    device_dtypes: tuple[str | None, ...] = ()
 
 
 class ChildError(BaseModel):
