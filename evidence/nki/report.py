@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from evidence.model import Severity
 from evidence.nki import overwrites
 from evidence.nki.state import PSUM_BANKS, SBUF_USABLE_BYTES, State
 from evidence.nki.trace import ENGINES
@@ -16,7 +17,7 @@ class FindingModel(BaseModel):
     message: str
     file: str | None = None
     line: int = 0
-    severity: str = "medium"
+    severity: Severity  # as the simulator raised it (State.finding); the evidence item carries it unchanged
 
 
 class LineStat(BaseModel):

@@ -20,27 +20,6 @@ from evidence.sandbox.outcome import ChildOutcome
 from evidence.sandbox.protocol import ChildError, RuntimeEvent
 from evidence.submission import Submission
 
-FINDING_SEVERITY = {
-    "err_unexpected_output_dependencies": Severity.high,
-    "uninitialized_read": Severity.high,
-    "overlapping_placement": Severity.high,
-    "fp8_rerounded": Severity.medium,
-    "err_tensor_output_not_written_to": Severity.high,
-    "output_not_fully_written": Severity.high,
-    "sbuf_capacity_exceeded": Severity.medium,
-    "psum_capacity_exceeded": Severity.medium,
-    "matmul_mixed_fp32_dtypes": Severity.medium,
-    "partition_start_rule": Severity.medium,
-    "indirect_write_conflict": Severity.medium,
-    "block_dimensions_deprecated": Severity.low,
-    "mixed_nki_dialects": Severity.low,
-    "find_index8_value_not_found": Severity.low,
-    "matmul_operand_in_psum": Severity.low,
-    "benchmark_no_timing": Severity.info,
-}
-# Codes whose finding grades itself (the severity the simulator gave it): stores overwritten unread are medium
-# from a tenth of the HBM bytes stored, low below
-SELF_GRADED = frozenset({"hbm_store_overwritten"})
 SECURITY_FINDINGS = {HOST_COMPUTE: "host_compute", INPUT_MUTATION: "input_mutation"}
 # Error codes that say the simulator could not judge the kernel, not that the kernel is wrong.
 SIMULATOR_LIMIT_CODES = frozenset({"unsupported_op", "import_error", "timeout", "memory_limit", "cpu_limit", "crashed",
@@ -153,7 +132,7 @@ class SimEvidence:
                                  f.message, where, "runtime")
         return self.item(
             "sim.finding", (f.code, f.file, f.line or None),
-            Severity(f.severity) if f.code in SELF_GRADED else FINDING_SEVERITY.get(f.code, Severity.medium),
+            Severity(f.severity),  # the simulator's, where it raises the finding: the one source of severities
             headline("Simulator finding", f.code, f.message), location=where, detail=rest(f.message),
             labels={"code": f.code, "message": f.message[:500]})
 
