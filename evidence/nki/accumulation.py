@@ -57,7 +57,7 @@ class Chains:
             blocks = self.depth.get(t.alloc.uid)
             if blocks:
                 for b, d in blocks.items():
-                    if d > deepest and _overlap(b, t.block):
+                    if d > deepest and blocks_overlap(b, t.block):
                         deepest = d
         return deepest
 
@@ -75,24 +75,24 @@ class Chains:
             d = 0
         blocks = self.depth.get(out.alloc.uid)
         if not d:
-            if blocks and _covers(out):  # wholly overwritten by a new quantity
+            if blocks and covers_region(out):  # wholly overwritten by a new quantity
                 blocks.pop(out.block, None)
             return
         if blocks is None:
             blocks = self.depth[out.alloc.uid] = {}
-        if d > blocks.get(out.block, 0) or _covers(out):
+        if d > blocks.get(out.block, 0) or covers_region(out):
             blocks[out.block] = d
 
     def free(self, uid: int) -> None:
         self.depth.pop(uid, None)
 
 
-def _overlap(a: tuple, b: tuple) -> bool:
+def blocks_overlap(a: tuple, b: tuple) -> bool:
     n = min(len(a), len(b))
     return a[:n] == b[:n]
 
 
-def _covers(t) -> bool:
+def covers_region(t) -> bool:
     """The view holds every element of its region (the allocation, or its block)."""
     if t.adv is not None:
         return False
@@ -148,7 +148,7 @@ class Roundings:
             blocks = self.depth.get(t.alloc.uid)
             if blocks:
                 for b, d in blocks.items():
-                    if _overlap(b, t.block):
+                    if blocks_overlap(b, t.block):
                         total, allowed = max(total, d[0]), max(allowed, d[1])
         return total, allowed
 
@@ -169,12 +169,12 @@ class Roundings:
             self.longest = d[1]
         blocks = self.depth.get(out.alloc.uid)
         if d == (0, 0):
-            if blocks and _covers(out):
+            if blocks and covers_region(out):
                 blocks.pop(out.block, None)
             return
         if blocks is None:
             blocks = self.depth[out.alloc.uid] = {}
-        if d > blocks.get(out.block, (0, 0)) or _covers(out):
+        if d > blocks.get(out.block, (0, 0)) or covers_region(out):
             blocks[out.block] = d
 
     def free(self, uid: int) -> None:

@@ -24,7 +24,7 @@ of old and new, so an argument can only be noted in more dtypes (a looser bound)
 from __future__ import annotations
 
 from evidence.nki import dtypes
-from evidence.nki.accumulation import _covers, _overlap
+from evidence.nki.accumulation import blocks_overlap, covers_region
 
 _EMPTY: frozenset = frozenset()
 
@@ -46,7 +46,7 @@ class InputPrecision:
         blocks = self.regions.get(t.alloc.uid)
         if blocks:
             for b, (h, f) in blocks.items():
-                if _overlap(b, t.block):
+                if blocks_overlap(b, t.block):
                     held, feeds = held | h, feeds | f
         return held, feeds
 
@@ -69,13 +69,13 @@ class InputPrecision:
             return
         blocks = self.regions.get(out.alloc.uid)
         if not feeds:
-            if blocks and _covers(out):  # wholly overwritten by values no argument feeds
+            if blocks and covers_region(out):  # wholly overwritten by values no argument feeds
                 blocks.pop(out.block, None)
             return
         if blocks is None:
             blocks = self.regions[out.alloc.uid] = {}
         old = blocks.get(out.block)
-        if old is not None and not _covers(out):
+        if old is not None and not covers_region(out):
             held, feeds = held | old[0], feeds | old[1]
         blocks[out.block] = (held, feeds)
 
