@@ -30,6 +30,12 @@ class PsumAccumulateNotInplace(Rule):
     data2=part, op=nl.add)`. Not when that tile is itself an accumulation group (its nc_matmul sits
     in a loop of more than one step that does not re-create it): adding one PSUM group per K block
     into SBUF is the blocked-matmul pattern for outputs larger than PSUM, one VectorE add per group.
+    Nor when the products come from different PE column tiles (`tile_position` whose column offset
+    moves with a loop, or matmuls of the function on more than one column offset): each column tile
+    writes its own PSUM partitions, so their partial sums cannot share an accumulation group and
+    must be merged by adds (router top-k with column tiling for few tokens). A product tile created
+    afresh in that loop over more steps than there are column tiles (or an unknown number) is still
+    reported: steps on the same column tile could have accumulated.
 
     Labels: `accumulator` = psum | sbuf | unknown (an SBUF accumulator evicts every partial product
     from PSUM as well); metric `accumulation_steps` (the trip count of the loops it accumulates over).
@@ -70,13 +76,41 @@ class PsumAccumulateNotInplace(Rule):
         "    for j in range(1, tiles):\n"
         "        nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)\n")
 
+    VALID.append(  # K tile k on PE column tile k % 2 (its own PSUM partitions), the two column sums merged by adds
+        _SA + "ps = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\nfor k in range(4):\n"
+        "    nisa.nc_matmul(ps[nl.ds(k % 2 * 64, 64), :], a[k], b[k], tile_position=(0, k % 2 * 64), "
+        "tile_size=(128, 64))\nacc = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.tensor_copy(dst=acc, src=ps[0:64, :])\n"
+        "nisa.tensor_tensor(dst=acc, data1=acc, data2=ps[64:128, :], op=nl.add)\n")
+    VALID.append(  # beta: column tiles 0 and 1 of one K split, each product in its own PSUM tile
+        _HEAD + "p0 = nisa.nc_matmul(a0, b0, tile_position=(0, 0), tile_size=(128, 64))\n"
+        "p1 = nisa.nc_matmul(a1, b1, tile_position=(0, 64), tile_size=(128, 64))\nres = nl.copy(p0)\n"
+        "res = nl.add(res, p1)\n")
+    INVALID.append(Invalid(  # one fixed column tile: its K steps could have accumulated in one PSUM tile
+        _HEAD + "res = nl.zeros((64, 512), nl.float32)\nfor k in nl.affine_range(4):\n"
+        "    part = nisa.nc_matmul(a[k], b[k], tile_position=(0, 64), tile_size=(128, 64))\n"
+        "    res[...] = nl.add(res, part)\n", line=6))
+    INVALID.append(Invalid(  # alternating column tiles, a fresh PSUM tile per K step over KT (unknown) steps: steps
+        # on the same column tile could have accumulated
+        _SA + "acc = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf)\nfor k in range(KT):\n"
+        "    part = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "    nisa.nc_matmul(part, a[k], b[k], tile_position=(0, k % 2 * 64), tile_size=(128, 64))\n"
+        "    nisa.tensor_tensor(dst=acc, data1=acc, data2=part, op=nl.add)\n", line=7))
+
     def __init__(self, engine) -> None:
         super().__init__(engine)
         self._products: set[str] = set()  # standalone: tiles a dst-first nc_matmul wrote (one product each)
+        self._column_of: dict = {}  # matmul call node id / product name -> its PE column tile (_column)
+        self._offsets: set[str] = set()  # the fixed column offsets the function's matmuls use
 
     def on_call(self, call: CallInfo) -> None:
         if any(lp.trip == 0 for lp in call.loops):
             return  # never runs (nki-library's router top-k merges PE column tiles in `range(1, n)`, n = 1 untiled)
+        if call.name in MATMUL_CALLS:
+            dst = dst_node(self.ctx, call)
+            binding = self.ctx.lookup(root_name(dst)) if dst is not None and root_name(dst) else None
+            fresh = set(binding.def_loops) if binding is not None else {lp.id for lp in call.loops}
+            self._column_of[id(call.node)] = self._column(call.node, call.loops, fresh)
         dst = dst_node(self.ctx, call)
         if dst is None:
             return
@@ -84,12 +118,14 @@ class PsumAccumulateNotInplace(Rule):
         if call.name == "nisa.nc_matmul":
             if name and not self._accumulation_group(call, dst, name):
                 self._products.add(name)
+                self._column_of[name] = self._column_of.get(id(call.node))
             else:
                 self._products.discard(name)
             return
         if call.name == "nisa.tensor_tensor" and name and _is_add(self.ctx, call.arg(3, "op")):
             operands = {root_name(call.arg(1, "data1")), root_name(call.arg(2, "data2"))}
-            if name in operands and (operands - {name}) & self._products:
+            added = {p for p in (operands - {name}) & self._products if not self._column_partial(p)}
+            if name in operands and added:
                 t = self.ctx.value(dst)
                 buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
                 self.report(call.node, f"matmul product added into '{name}' by nisa.tensor_tensor instead of "
@@ -106,13 +142,51 @@ class PsumAccumulateNotInplace(Rule):
         index_deps, _ = self.ctx.deps(dst)
         return any(lp.id not in created_in and lp.id not in index_deps and lp.trip != 1 for lp in call.loops)
 
+    def _column(self, call: cst.Call, loops, fresh: set) -> str | None:
+        """The PE column tile a matmul writes: None without `tile_position`, "varies" when its column offset
+        moves with an enclosing loop, else the offset (its value, or its source text). A product tile created
+        afresh in that loop (`fresh`: the loops its tile is created in) over more steps than there are column
+        tiles (or an unknown number) is None: some steps share a column tile and could have accumulated."""
+        pos = _keyword(call, "tile_position")
+        if isinstance(pos, (cst.Tuple, cst.List)) and len(pos.elements) == 2:
+            pos = pos.elements[1].value
+        if pos is None or (isinstance(pos, (cst.Tuple, cst.List)) and not pos.elements):
+            return None
+        deps, _ = self.ctx.deps(pos)
+        varying = [lp for lp in loops if lp.id in deps]
+        if varying:
+            size = self.ctx.value(_keyword(call, "tile_size"))
+            columns = 128 // size[1] if isinstance(size, tuple) and len(size) == 2 and isinstance(size[1], int) \
+                and size[1] > 0 else 4  # column tiles are at least 32 wide
+            if all(lp.id not in fresh or (lp.trip is not None and lp.trip <= columns) for lp in varying):
+                return "varies"
+            return None
+        value = self.ctx.value(pos)
+        if isinstance(value, tuple) and len(value) == 2:  # `tile_position=position`, a name bound to a pair
+            value = value[1]
+        offset = repr(value) if isinstance(value, int) else cst.Module([]).code_for_node(pos)
+        self._offsets.add(offset)
+        return offset
+
+    def _column_partial(self, product) -> bool:
+        """Is `product` (a name, or a matmul call node) a partial sum of a PE column tile that other column tiles
+        complement: its column offset moves with a loop, or the function's matmuls use several offsets?"""
+        column = self._column_of.get(product if isinstance(product, str) else id(product))
+        return column == "varies" or (column is not None and len(self._offsets) > 1)
+
     def leave_function(self, fn) -> None:
         self._products = set()
+        self._column_of = {}
+        self._offsets = set()
 
     def on_assign(self, a: AssignInfo) -> None:
+        if a.target is not None and isinstance(a.value_node, cst.Call) \
+                and self.ctx.ev.api_name(a.value_node.func) in MATMUL_CALLS:  # `part = nisa.nc_matmul(...)`
+            self._column_of[a.target] = self._column_of[id(a.value_node)] = self._column(
+                a.value_node, a.loops, {lp.id for lp in a.loops})  # a fresh result per execution
         if a.kind not in ("bind", "store") or a.target is None or a.target not in a.names:
             return
-        if not _has_matmul(self.ctx, a.value_node):
+        if not _has_matmul(self.ctx, a.value_node, self._column_partial):
             return
         t = a.target_value
         buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
@@ -125,23 +199,29 @@ class PsumAccumulateNotInplace(Rule):
                     metrics={"extra_vector_adds_per_step": 1, "accumulation_steps": steps}, labels={"accumulator": buffer})
 
 
+def _keyword(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+
+
 def _is_add(ctx, node) -> bool:
     return ctx.ev.api_name(node) in ("nl.add", "np.add", "numpy.add") if isinstance(node, (cst.Name, cst.Attribute)) \
         else False
 
 
-def _has_matmul(ctx, node: cst.BaseExpression) -> bool:
-    """Is a matmul call (or a name bound to one) an operand of the expression's top-level sum?"""
+def _has_matmul(ctx, node: cst.BaseExpression, column_partial) -> bool:
+    """Is a matmul call (or a name bound to one) an operand of the expression's top-level sum, other than
+    the partial sum of one of several PE column tiles (`column_partial`)?"""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        return _has_matmul(ctx, node.left) or _has_matmul(ctx, node.right)
+        return _has_matmul(ctx, node.left, column_partial) or _has_matmul(ctx, node.right, column_partial)
     if isinstance(node, cst.Call):
         name = ctx.ev.api_name(node.func)
         if name in MATMUL_CALLS:
-            return True
+            return not column_partial(node)
         if name in ("nl.add", "nisa.tensor_tensor"):
-            return any(_has_matmul(ctx, arg.value) for arg in node.args[:2])
+            return any(_has_matmul(ctx, arg.value, column_partial) for arg in node.args[:2])
         return False
     if isinstance(node, cst.Name):
         b = ctx.lookup(node.value)
-        return b is not None and isinstance(b.value, Tensor) and b.value.origin == "matmul"
+        return (b is not None and isinstance(b.value, Tensor) and b.value.origin == "matmul"
+                and not column_partial(node.value))
     return False
