@@ -33,7 +33,8 @@ def kernel(xT, w):
     return out
 '''
 
-STANDALONE = '''
+# standalone: the operands loaded into SBUF, K tile k at [:, k, :]
+SA_LOADS = '''
 import nki
 import nki.language as nl
 import nki.isa as nisa
@@ -49,7 +50,9 @@ def kernel(xT, w):
     for k in range(K // 128):
         nisa.dma_copy(dst=x_sb[:, k, :], src=xT[k * 128:(k + 1) * 128, :])
         nisa.dma_copy(dst=w_sb[:, k, :], src=w[k * 128:(k + 1) * 128, :])
-    res = nl.ndarray((T, E), dtype=nl.float32, buffer=nl.sbuf)
+'''
+
+STANDALONE = SA_LOADS + '''    res = nl.ndarray((T, E), dtype=nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=res, value=0.0)
     for c in range(2):  # K = 256: K tile c on column tile c, each product in its own PSUM tile
         part = nl.ndarray((T, E), dtype=nl.float32, buffer=nl.psum)
@@ -61,23 +64,7 @@ def kernel(xT, w):
 '''
 
 # the router top-k layout: one PSUM tile, column tile c writes partitions 64 c.., merged after the K loop
-MERGED_AFTER = '''
-import nki
-import nki.language as nl
-import nki.isa as nisa
-
-
-@nki.jit
-def kernel(xT, w):
-    K, T = xT.shape
-    _, E = w.shape
-    out = nl.ndarray((T, E), dtype=nl.float32, buffer=nl.shared_hbm)
-    x_sb = nl.ndarray((128, K // 128, T), dtype=xT.dtype, buffer=nl.sbuf)
-    w_sb = nl.ndarray((128, K // 128, E), dtype=w.dtype, buffer=nl.sbuf)
-    for k in range(K // 128):
-        nisa.dma_copy(dst=x_sb[:, k, :], src=xT[k * 128:(k + 1) * 128, :])
-        nisa.dma_copy(dst=w_sb[:, k, :], src=w[k * 128:(k + 1) * 128, :])
-    psum = nl.ndarray((128, E), dtype=nl.float32, buffer=nl.psum)
+MERGED_AFTER = SA_LOADS + '''    psum = nl.ndarray((128, E), dtype=nl.float32, buffer=nl.psum)
     for k in range(K // 128):
         c = k % 2
         nisa.nc_matmul(dst=psum[nl.ds(c * 64, T), :], stationary=x_sb[:, k, :], moving=w_sb[:, k, :],
