@@ -24,7 +24,7 @@ of old and new, so an argument can only be noted in more dtypes (a looser bound)
 from __future__ import annotations
 
 from evidence.nki import dtypes
-from evidence.nki.accumulation import blocks_overlap, covers_region
+from evidence.nki.accumulation import covers_region
 
 _EMPTY: frozenset = frozenset()
 
@@ -33,10 +33,13 @@ class InputPrecision:
     """Per region (allocation id -> block -> (held, feeds)); `seen` maps an argument's index to the float dtype
     names its data was computed in."""
 
-    __slots__ = ("regions", "seen")
+    __slots__ = ("regions", "beneath", "seen")
 
     def __init__(self) -> None:
         self.regions: dict[int, dict[tuple, tuple[frozenset, frozenset]]] = {}
+        # allocation id -> block prefix -> the union over the longer blocks it prefixes: a block tensor has
+        # thousands of blocks, and scanning them all on every read made a simulation ten times slower
+        self.beneath: dict[int, dict[tuple, tuple[frozenset, frozenset]]] = {}
         self.seen: dict[int, set[str]] = {}
 
     def _of(self, t) -> tuple[frozenset, frozenset]:
@@ -44,10 +47,15 @@ class InputPrecision:
         if t.alloc.param >= 0:
             held = feeds = frozenset((t.alloc.param,))
         blocks = self.regions.get(t.alloc.uid)
-        if blocks:
-            for b, (h, f) in blocks.items():
-                if blocks_overlap(b, t.block):
-                    held, feeds = held | h, feeds | f
+        if blocks:  # the blocks overlapping t's: its own, those it lies in (prefixes) and those in it
+            key = t.block
+            for i in range(len(key) + 1):
+                hf = blocks.get(key[:i])
+                if hf is not None:
+                    held, feeds = held | hf[0], feeds | hf[1]
+            hf = self.beneath[t.alloc.uid].get(key)
+            if hf is not None:
+                held, feeds = held | hf[0], feeds | hf[1]
         return held, feeds
 
     def write(self, out, sources, copied: bool, tensor_engine: bool = False) -> None:
@@ -74,13 +82,22 @@ class InputPrecision:
             return
         if blocks is None:
             blocks = self.regions[out.alloc.uid] = {}
-        old = blocks.get(out.block)
+            self.beneath[out.alloc.uid] = {}
+        key = out.block
+        old = blocks.get(key)
         if old is not None and not covers_region(out):
             held, feeds = held | old[0], feeds | old[1]
-        blocks[out.block] = (held, feeds)
+        blocks[key] = (held, feeds)
+        beneath = self.beneath[out.alloc.uid]
+        for i in range(len(key)):  # unions only grow (a block overwritten later stays in): a looser bound at most
+            p = key[:i]
+            h, f = beneath.get(p, (_EMPTY, _EMPTY))
+            if not (held <= h and feeds <= f):
+                beneath[p] = (h | held, f | feeds)
 
     def free(self, uid: int) -> None:
         self.regions.pop(uid, None)
+        self.beneath.pop(uid, None)
 
     def by_argument(self) -> dict[int, tuple[str, ...]]:
         """Argument index -> the sorted float dtype names its data was computed in."""
