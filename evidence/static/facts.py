@@ -21,6 +21,9 @@ FACT_KINDS = {
                    "dst_first,access_patterns,load_store,deprecated_iterators or masks,arange,block_dims)",
     "nki.kernel": "an @nki.jit kernel function (labels: name, decorator, dialect; metrics: n_loops, max_loop_depth, "
                   "n_api_calls, n_nisa_calls, n_nl_calls)",
+    "nki.wrapper": "the entry function when neither it nor any code it reaches in the submission makes an NKI call "
+                   "(a wrapper around a kernel the submission does not contain): in place of `nki.kernel`, so the "
+                   "criteria judged from the kernel's code have nothing to rest on (labels: name, decorator, dialect)",
     "nki.loop": "a loop (labels: iterator = affine_range|sequential_range|static_range|range|other, function; "
                 "metrics: trip_count when constant, depth)",
     "nki.alloc": "a tensor allocation (labels: buffer, dtype, shape; metrics: partitions, free_bytes_per_partition)",
@@ -45,19 +48,34 @@ def fact_items(a: Analysis, analyzer: str, helpers: Sequence[Analysis] = ()) -> 
         labels={"dialect": dialect.dialect, "source": dialect.source, "version": version,
                 "features": ",".join(features)},
     )]
-    items += function_items(a, analyzer)
+    items += function_items(a, analyzer, wrapper=not reaches_nki(a, helpers))
     if a.skipped:
         items.append(_out_of_scope_item(a, analyzer))
     return items
 
 
-def function_items(a: Analysis, analyzer: str) -> list[EvidenceItem]:
-    """Kernel, loop, allocation and API-call facts of the analysed functions, at `a.file`'s lines."""
+def reaches_nki(a: Analysis, helpers: Sequence[Analysis] = ()) -> bool:
+    """Whether the entry or any function it reaches (in its file or in helper modules) makes an NKI call."""
+    return any(c.name not in _NOT_COUNTED for x in (a, *helpers) for fn in x.functions for c in fn.calls)
+
+
+def function_items(a: Analysis, analyzer: str, wrapper: bool = False) -> list[EvidenceItem]:
+    """Kernel, loop, allocation and API-call facts of the analysed functions, at `a.file`'s lines. `wrapper`:
+    no NKI call is reached (`reaches_nki`), and the entry is an `nki.wrapper`, not an `nki.kernel`."""
     f = a.file
     items: list[EvidenceItem] = []
     for fn in a.functions:
         calls = [c for c in fn.calls if c.name not in _NOT_COUNTED]
-        if fn.is_kernel:
+        if fn.is_kernel and wrapper:
+            items.append(EvidenceItem(
+                id=make_id("nki.wrapper", f, fn.start, fn.name), kind="nki.wrapper", analyzer=analyzer,
+                severity=Severity.medium,
+                title=f"entry {fn.name} makes no NKI call, nor does any code it reaches in the submission: its work "
+                      "happens in code the submission does not contain",
+                location=Location(file=f, start_line=fn.start, end_line=fn.end),
+                labels={"name": fn.name, "decorator": fn.decorator, "dialect": a.dialect.dialect},
+            ))
+        elif fn.is_kernel:
             items.append(EvidenceItem(
                 id=make_id("nki.kernel", f, fn.start, fn.name), kind="nki.kernel", analyzer=analyzer,
                 title=f"kernel {fn.name} ({len(fn.loops)} loops, {len(calls)} NKI calls)",

@@ -1,0 +1,81 @@
+"""What the eleventh public-kernel sweep found mishandled, each on a kernel written for the test."""
+
+from __future__ import annotations
+
+from evidence.model import EvidenceBundle
+from evidence.static.collectors import NkiStaticCollector
+from evidence.submission import Manifest, Submission
+from grader.drafting.rules import RulesDrafter
+from grader.rubric import load_rubric
+
+# An entry that hands all its work to a kernel the submission does not contain (a framework wrapper around a
+# compiler-shipped kernel): the code under review has no tile, dtype or instruction to judge.
+WRAPPER = '''
+import neuronxcc.nki.language as nl
+
+
+def attention_entry(q, k, v, o):
+    from vendor_kernels.attention import fused_attention
+    fused_attention(q, k, v, o, causal=True)
+'''
+
+# The same shape of entry whose work is in a helper module the submission lists: that code is judged.
+THIN_ENTRY = '''
+import nki
+import nki.language as nl
+
+from .scale import scale_rows
+
+
+@nki.jit
+def entry(x):
+    return scale_rows(x)
+'''
+SCALE = '''
+import nki.isa as nisa
+import nki.language as nl
+
+
+def scale_rows(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+STATIC_CRITERIA = ("tiling", "precision", "neuron_platform")
+
+
+def _submission(files: dict[str, str], kernel: str, entry: str, inputs: list[dict]) -> Submission:
+    manifest = Manifest.model_validate({
+        "task": {"id": "wrapper", "title": "entry wrappers"},
+        "kernel": {"file": kernel, "entry": entry, "modules": sorted(set(files) - {kernel})},
+        "inputs": inputs,
+    })
+    return Submission(manifest=manifest, files=files)
+
+
+def test_entry_reaching_no_nki_call_is_a_wrapper_and_leaves_static_criteria_unscored():
+    inputs = [{"name": n, "shape": [1, 128, 512], "dtype": "float32"} for n in ("q", "k", "v", "o")]
+    sub = _submission({"attn.py": WRAPPER}, "attn.py", "attention_entry", inputs)
+    items = NkiStaticCollector().collect(sub)
+    kinds = {i.kind for i in items}
+    assert "nki.wrapper" in kinds and "nki.kernel" not in kinds
+    drafts = {c.criterion_id: c for c in RulesDrafter().draft(
+        sub, EvidenceBundle(submission_hash="sha256:w", items=tuple(items)), load_rubric()).criteria}
+    for cid in STATIC_CRITERIA:  # were 5/5 "on the absence of defects" in code that has none to show
+        assert drafts[cid].status == "unscored", cid
+        assert "makes no NKI call" in drafts[cid].rationale
+
+
+def test_thin_entry_whose_helper_module_does_the_work_is_still_a_kernel():
+    files = {"kern/entry.py": THIN_ENTRY, "kern/scale.py": SCALE}
+    sub = _submission(files, "kern/entry.py", "entry", [{"name": "x", "shape": [128, 256], "dtype": "float32"}])
+    items = NkiStaticCollector().collect(sub)
+    kinds = {i.kind for i in items}
+    assert "nki.kernel" in kinds and "nki.wrapper" not in kinds
+    drafts = {c.criterion_id: c for c in RulesDrafter().draft(
+        sub, EvidenceBundle(submission_hash="sha256:t", items=tuple(items)), load_rubric()).criteria}
+    assert all(drafts[cid].status == "scored" for cid in STATIC_CRITERIA)
+
