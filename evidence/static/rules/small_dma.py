@@ -30,7 +30,8 @@ class SmallDma(Rule):
     """
 
     id = "small-dma"
-    version = "2"  # 2: a dma_copy from HBM is judged on its HBM (source) side
+    version = "3"  # 2: a dma_copy from HBM is judged on its HBM (source) side; 3: a one-row HBM run spread over a
+    # tile's partitions is judged on the tile
     severity = Severity.medium
     dialects = (BETA, STANDALONE)
     VALID = [
@@ -62,6 +63,7 @@ class SmallDma(Rule):
         view = self.ctx.value(node)
         if not isinstance(view, Tensor) or not call.loops:
             return
+        view = _landing_tile(self.ctx, call, node, view)
         # Only when a loop walks the free axis in small chunks can one transfer take more.
         walkers = _free_axis_loops(self.ctx, node, call)
         if not walkers:
@@ -77,6 +79,20 @@ class SmallDma(Rule):
         self.report(call.node, f"{call.name} moves {per_part} B per partition, {times} in a loop",
                     metrics={"bytes_per_partition": per_part, "partitions": view.partitions, "trip_count": known,
                              "min_bytes": MIN_BYTES}, labels={"trip_count": "lower_bound" if unknown else "exact"})
+
+
+def _landing_tile(ctx, call: CallInfo, node, view: Tensor) -> Tensor:
+    """The on-chip tile of a dma_copy whose HBM side reads as one row (`beta[b, nl.ds(s, 64)]`: the integer drops
+    its axis and the view is padded to [1, 64]) while the tile spreads the same elements over its partitions ([64, 1]):
+    each partition receives the tile's share (4 B there, not 256 B). Otherwise the HBM side itself."""
+    if call.name != "nisa.dma_copy" or view.partitions != 1:
+        return view
+    dst, src = store_target(ctx, call)
+    tile = ctx.value(src if node is dst else dst)
+    if (isinstance(tile, Tensor) and (tile.partitions or 0) > 1 and tile.free_bytes is not None
+            and tile.total_bytes == view.total_bytes):
+        return tile
+    return view
 
 
 def _free_axis_loops(ctx, node, call: CallInfo) -> list:

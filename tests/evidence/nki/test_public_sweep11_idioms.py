@@ -79,3 +79,34 @@ def test_thin_entry_whose_helper_module_does_the_work_is_still_a_kernel():
         sub, EvidenceBundle(submission_hash="sha256:t", items=tuple(items)), load_rubric()).criteria}
     assert all(drafts[cid].status == "scored" for cid in STATIC_CRITERIA)
 
+
+# A per-chunk column of a [B, S] gate/decay vector, loaded one value per partition (a chunked scan's per-token
+# scalars): the integer batch index drops an axis, so the HBM side reads as one 256-byte row while each of the 64
+# partitions receives 4 bytes.
+COLUMN_LOADS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def per_token_columns(gate):
+    B, S = gate.shape
+    out = nl.ndarray((B, S, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    for b in range(B):
+        for c in range(S // 64):
+            col = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=col, src=gate[b, nl.ds(c * 64, 64)])
+            nisa.activation(dst=col, data=col, op=nl.exp)
+            nisa.dma_copy(dst=out[b, nl.ds(c * 64, 64), :], src=col)
+    return out
+'''
+
+
+def test_one_row_hbm_run_spread_over_partitions_is_sized_per_partition():
+    sub = _submission({"k.py": COLUMN_LOADS}, "k.py", "per_token_columns",
+                      [{"name": "gate", "shape": [2, 256], "dtype": "float32"}])
+    small = {i.location.start_line: i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.small-dma"}
+    load = small[COLUMN_LOADS.splitlines().index(next(x for x in COLUMN_LOADS.splitlines() if "src=gate[" in x)) + 1]
+    assert load.metrics["bytes_per_partition"] == 4 and load.metrics["partitions"] == 64  # read "256 B" on 1
+    assert "moves 4 B per partition" in load.title
