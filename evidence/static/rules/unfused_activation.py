@@ -15,6 +15,8 @@ _SA = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
 _AFFINE_CALLS = {"nl.multiply": "multiply", "nl.add": "add", "nl.subtract": "subtract", "nl.divide": "divide",
                  "nisa.tensor_scalar": "tensor_scalar"}
 _AFFINE_OPS = {cst.Multiply: "multiply", cst.Add: "add", cst.Subtract: "subtract", cst.Divide: "divide"}
+# tensor_scalar ops that activation's `data * scale + bias` can absorb (a clamp, a max or a bitwise op cannot)
+_SCALE_BIAS_OPS = frozenset({"multiply", "add", "subtract", "divide"})
 
 
 class UnfusedActivation(Rule):
@@ -33,6 +35,7 @@ class UnfusedActivation(Rule):
     """
 
     id = "unfused-activation"
+    version = "2"  # 2: a tensor_scalar clamp (minimum, maximum) or other op scale/bias cannot absorb is no separate step
     severity = Severity.low
     dialects = (BETA, STANDALONE)
     VALID = [
@@ -40,6 +43,10 @@ class UnfusedActivation(Rule):
               "    e = nisa.activation(op=nl.exp, data=x, bias=nl.negative(m))\n", inputs={"a": ((128, 512), "float32")}),
         Valid(_HEAD + "def k(a, b):\n    x = nl.load(a)\n    y = nl.load(b)\n    e = nl.exp(nl.add(x, y))\n",
               inputs={"a": ((128, 512), "float32"), "b": ((128, 512), "float32")}),
+        Valid(_SA + "def k(a):\n    x = nl.load(a)\n    s = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+              "    nisa.tensor_scalar(dst=s, data=x, op0=nl.minimum, operand0=0.0)\n"
+              "    e = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+              "    nisa.activation(dst=e, op=nl.exp, data=s)\n", inputs={"a": ((128, 512), "float32")}),
     ]
     INVALID = [
         Invalid(_HEAD + "def k(a):\n    x = nl.load(a)\n    m = nl.max(x, axis=1, keepdims=True, dtype=nl.float32)\n"
@@ -97,7 +104,7 @@ class UnfusedActivation(Rule):
     def _dst_first_affine(self, call: CallInfo) -> str | None:
         """The separate op a standalone `nisa.tensor_scalar` / `tensor_tensor` (by a [P, 1] vector) is."""
         if call.name == "nisa.tensor_scalar":
-            return "tensor_scalar"
+            return "tensor_scalar" if self._scale_bias(call.node, standalone(self.ctx)) else None
         if call.name == "nisa.tensor_tensor":
             d1, d2 = call.arg(1, "data1"), call.arg(2, "data2")
             if d1 is not None and d2 is not None and self._broadcastable(d1, d2):
@@ -116,10 +123,23 @@ class UnfusedActivation(Rule):
             name = self.ctx.ev.api_name(node.func)
             if name in _AFFINE_CALLS and len(node.args) >= 2:
                 if name == "nisa.tensor_scalar":
-                    return "tensor_scalar"
+                    return "tensor_scalar" if self._scale_bias(node, False) else None
                 if self._broadcastable(node.args[0].value, node.args[1].value):
                     return _AFFINE_CALLS[name]
         return None
+
+    def _scale_bias(self, node: cst.Call, dst_first: bool) -> bool:
+        """Whether a tensor_scalar's op0 (and op1, if given) are ops activation's scale and bias absorb; an op
+        the analysis cannot name is not assumed to be one."""
+        shift = 1 if dst_first else 0
+        for index, keyword in ((1 + shift, "op0"), (4 + shift, "op1")):
+            op = _arg(node, index, keyword)
+            if op is None and keyword == "op1":
+                continue
+            name = self.ctx.ev.api_name(op) if isinstance(op, (cst.Name, cst.Attribute)) else None
+            if name is None or name.rsplit(".", 1)[-1] not in _SCALE_BIAS_OPS:
+                return False
+        return True
 
     def _broadcastable(self, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
         lv, rv = self.ctx.value(left), self.ctx.value(right)
@@ -127,6 +147,15 @@ class UnfusedActivation(Rule):
             return isinstance(lv, Tensor) and _is_vector(rv) and not _is_vector(lv)
         other = rv if isinstance(lv, Tensor) else lv
         return isinstance(other, (int, float)) or _is_vector(other)
+
+
+def _arg(node: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument of `node` passed as `keyword` or at positional `index` (None: not given)."""
+    for a in node.args:
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    return positional[index] if index < len(positional) else None
 
 
 def _is_vector(v: object) -> bool:
