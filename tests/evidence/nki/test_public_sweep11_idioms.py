@@ -107,14 +107,14 @@ def test_one_row_hbm_run_spread_over_partitions_is_sized_per_partition():
     sub = _submission({"k.py": COLUMN_LOADS}, "k.py", "per_token_columns",
                       [{"name": "gate", "shape": [2, 256], "dtype": "float32"}])
     small = {i.location.start_line: i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.small-dma"}
-    load = small[COLUMN_LOADS.splitlines().index(next(x for x in COLUMN_LOADS.splitlines() if "src=gate[" in x)) + 1]
+    load = small[next(n for n, text in enumerate(COLUMN_LOADS.splitlines(), 1) if "src=gate[" in text)]
     assert load.metrics["bytes_per_partition"] == 4 and load.metrics["partitions"] == 64  # read "256 B" on 1
     assert "moves 4 B per partition" in load.title
 
 
 # Decay factors of a gated recurrence: clamp the pairwise log-decays at 0 (a tensor_scalar minimum), then exp. The
-# clamp is no scale or bias activation could take over; a scaling before the exp (the second kernel) is.
-DECAYS = '''
+# clamp is no scale or bias activation could take over; a scale and shift before the exp is.
+DECAY_KERNEL = '''
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -125,32 +125,22 @@ def decays(log_decay):
     out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
     t = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=log_decay)
-    safe = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(safe, t, op0=nl.minimum, operand0=0.0)
+    step = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(step, t, {ops})
     d = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation(dst=d, data=safe, op=nl.exp)
-    nisa.dma_copy(dst=out, src=d)
-    return out
-
-
-@nki.jit
-def scaled_decays(log_decay):
-    out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=log_decay)
-    half = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(half, t, op0=nl.multiply, operand0=0.5, op1=nl.add, operand1=-1.0)
-    d = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation(dst=d, data=half, op=nl.exp)
+    nisa.activation(dst=d, data=step, op=nl.exp)
     nisa.dma_copy(dst=out, src=d)
     return out
 '''
+CLAMP = "op0=nl.minimum, operand0=0.0"
+SCALE_SHIFT = "op0=nl.multiply, operand0=0.5, op1=nl.add, operand1=-1.0"
 
 
 def test_clamp_before_activation_is_not_an_unfused_scale_or_bias():
-    def unfused(entry: str) -> list:
-        sub = _submission({"k.py": DECAYS}, "k.py", entry, [{"name": "log_decay", "shape": [64, 64], "dtype": "float32"}])
+    def unfused(ops: str) -> list:
+        sub = _submission({"k.py": DECAY_KERNEL.format(ops=ops)}, "k.py", "decays",
+                          [{"name": "log_decay", "shape": [64, 64], "dtype": "float32"}])
         return [i for i in NkiStaticCollector().collect(sub) if i.kind == "nki.unfused-activation"]
 
-    assert unfused("decays") == []  # was "follows a separate tensor_scalar ...; fuse it as activation scale/bias"
-    assert len(unfused("scaled_decays")) == 1
+    assert unfused(CLAMP) == []  # was "follows a separate tensor_scalar ...; fuse it as activation scale/bias"
+    assert len(unfused(SCALE_SHIFT)) == 1
