@@ -82,6 +82,9 @@ class Report(BaseModel):
     # reversed-order run (error model): a line whose mask was built in another affine iteration, so reversing the
     # Python iterations changed what was traced; 0 when none
     order_state_line: int = 0
+    # every instance ran the kernel body to its end: a run stopped only by the checks of what it returned (an output in
+    # nl.hbm, a stored immutable input) traced every instruction, and its trace facts stand
+    body_completed: bool = False
 
 
 def build_report(st: State) -> Report:
@@ -135,6 +138,7 @@ def build_report(st: State) -> Report:
         sbuf_usable_bytes_per_partition=usable,
         psum_peak_banks=psum_peak,
         order_state_line=st.order_state_line,
+        body_completed=st.body_completed,
         findings=tuple(out),
         dtypes=tuple(sorted(agg.dtypes)),
         reduce_length=agg.reduce_len,

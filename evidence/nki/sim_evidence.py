@@ -96,10 +96,11 @@ class SimEvidence:
         report = k.report
         if report is not None:
             out += [self.finding_item(f, entry_loc) for f in report.findings]
-        if k.status == "ok" and report is not None:
+        if report is not None and (k.status == "ok" or report.body_completed):
+            # a run stopped only by the checks of its returned outputs traced every instruction: its facts stand
             out.append(self.trace_item(report, entry_loc))
             out += trace_fact_items(report, self.kfile, self.analyzer, entry_loc, lambda file, line: self.loc(file, line))
-            if r.status == "ok":
+            if k.status == "ok" and r.status == "ok":
                 out += self.output_items(kernel, reference, entry_loc)
         return out
 

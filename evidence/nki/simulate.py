@@ -181,6 +181,7 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
                 st.pipeline.close()  # joins the worker threads: none outlives the call
                 st.pages.release()  # the run's lazily mapped memory goes with its last tensor, not with the state
                 st.tiles.release()
+        st.body_completed = True  # every instance ran to its end and every instruction executed; checks follow
         returned = ret if isinstance(ret, (tuple, list)) else (ret,) if ret is not None else ()
         check_outputs(st, returned, params, _is_tensor, site)
         digests.check(st, params, st.params_written, site)

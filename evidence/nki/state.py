@@ -73,6 +73,7 @@ class State:
         # illegal loop-carried dependency then changes the results (the error model's order trial)
         self.affine_reversed = False
         self.order_state_line = 0  # reversed run: first line using a mask from another affine iteration (indexing)
+        self.body_completed = False  # every SPMD instance ran the kernel body to its end (simulate)
         self.paths: list[tuple] = []
         self._path_key: tuple | None = None
         self.program_id: tuple[int, ...] = ()

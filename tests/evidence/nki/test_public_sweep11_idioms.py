@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evidence.model import EvidenceBundle
+from evidence.nki.collector import SimulationCollector
 from evidence.static.collectors import NkiStaticCollector
 from evidence.submission import Manifest, Submission
 from grader.drafting.rules import RulesDrafter
@@ -144,3 +145,46 @@ def test_clamp_before_activation_is_not_an_unfused_scale_or_bias():
 
     assert unfused(CLAMP) == []  # was "follows a separate tensor_scalar ...; fuse it as activation scale/bias"
     assert len(unfused(SCALE_SHIFT)) == 1
+
+
+# A kernel whose every instruction runs, stopped only because it returns an nl.hbm tensor (nki 0.3+ wants
+# shared_hbm), and one stopped in the middle of its body (an SBUF tile of 129 partitions).
+HBM_RETURN = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def kernel(a):
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.activation(dst=t, data=t, op=nl.exp)
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+MIDWAY = HBM_RETURN.replace("buffer=nl.hbm", "buffer=nl.shared_hbm").replace(
+    "    nisa.activation(dst=t", "    bad = nl.ndarray((129, 512), dtype=nl.float32, buffer=nl.sbuf)\n    nisa.activation(dst=t")
+
+
+def _simulated(kernel: str) -> dict:
+    manifest = Manifest.model_validate({
+        "task": {"id": "stop", "title": "stopped runs"}, "kernel": {"file": "k.py", "entry": "kernel"},
+        "inputs": [{"name": "a", "shape": [128, 512], "dtype": "float32"}],
+        "reference": {"file": "ref.py", "entry": "ref"},
+    })
+    sub = Submission(manifest=manifest, files={"k.py": kernel, "ref.py": "import numpy as np\n\ndef ref(a):\n"
+                                                                         "    return np.exp(a)\n"})
+    return {i.kind: i for i in SimulationCollector().collect(sub)}
+
+
+def test_run_stopped_only_at_its_returned_output_keeps_its_trace_facts():
+    done = _simulated(HBM_RETURN)
+    assert done["sim.error"].labels["code"] == "err_unsupported_memory"
+    # every instruction ran: memory and data movement are judged on the trace, not on the absence of defects
+    assert done["sim.trace"].metrics["dma_count"] == 2 and done["sim.reuse"].metrics["redundant_ratio"] == 0
+    assert "sim.output" not in done
+    midway = _simulated(MIDWAY)
+    assert midway["sim.error"].labels["code"] != "err_unsupported_memory"
+    assert "sim.trace" not in midway and "sim.reuse" not in midway
