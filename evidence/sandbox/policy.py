@@ -127,27 +127,37 @@ class _FileAnalysis:
         self._conclude()
 
     def _visit_function(self, node, region: str, scopes: tuple[frozenset[str], ...], top: bool = False) -> None:
+        self._walk(self._function_parts(node, region, scopes, top))
+
+    def _function_parts(self, node, region: str, scopes: tuple[frozenset[str], ...], top: bool = False) -> list:
         outer = MODULE if top else region
-        for child in node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self._visit(child, outer, scopes)
+        parts = [(child, outer, scopes) for child in
+                 node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d is not None]]
         local = frozenset(_local_names(node))
-        for child in node.body:
-            self._visit(child, region, scopes + (local,))
+        return parts + [(child, region, scopes + (local,)) for child in node.body]
 
     def _visit(self, node: ast.AST, region: str, scopes: tuple[frozenset[str], ...]) -> None:
+        self._walk([(node, region, scopes)])
+
+    def _walk(self, todo: list) -> None:
+        """Pre-order over (node, region, scopes), with an explicit stack: generated code nests expressions
+        thousands deep (`a + a + ... + a`), past the interpreter's recursion limit."""
+        stack = todo[::-1]
+        while stack:
+            stack.extend(reversed(self._step(*stack.pop())))
+
+    def _step(self, node: ast.AST, region: str, scopes: tuple[frozenset[str], ...]) -> list:
+        """Apply the rules to one node; the (node, region, scopes) to visit next, in order."""
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            self._visit_function(node, region, scopes)
-            return
+            return self._function_parts(node, region, scopes)
         if isinstance(node, ast.Lambda):
-            for child in node.args.defaults:
-                self._visit(child, region, scopes)
-            self._visit(node.body, region, scopes + (frozenset(a.arg for a in node.args.args),))
-            return
+            inner = scopes + (frozenset(a.arg for a in node.args.args),)
+            return [(child, region, scopes) for child in node.args.defaults] + [(node.body, region, inner)]
         if isinstance(node, ast.Import | ast.ImportFrom):
             self._import(node, region)
         elif isinstance(node, ast.Attribute):
             if self._attribute(node, region, scopes):
-                return
+                return []
         elif isinstance(node, ast.Name):
             self._name(node, region, scopes)
         elif isinstance(node, ast.Call):
@@ -158,8 +168,7 @@ class _FileAnalysis:
             self._patching(node, region)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             self._string(node, region)
-        for child in ast.iter_child_nodes(node):
-            self._visit(child, region, scopes)
+        return [(child, region, scopes) for child in ast.iter_child_nodes(node)]
 
     # --- rules ---------------------------------------------------------------------------
     def _use(self, region: str, line: int, kind: str, severity: str, what: str, detail: str) -> None:

@@ -11,7 +11,7 @@ from evidence.collector import Collector
 from evidence.model import EvidenceItem
 from evidence.static.cuda import parse_cuda
 from evidence.static.cuda_items import CUDA_KINDS, cuda_items
-from evidence.static.engine import Analysis
+from evidence.static.engine import Analysis, StaticAnalysisError
 from evidence.static.facts import FACT_KINDS, fact_items, finding_items, function_items, rule_kinds
 from evidence.static.framework import load_rules
 from evidence.static.helper_modules import analyze_modules
@@ -101,5 +101,9 @@ class CudaStaticCollector(Collector):
                            {h: submission.files[h] for h in mig.cuda_headers if h in submission.files})
         items = cuda_items(facts, self.analyzer)
         if submission.manifest.kernel.file.endswith(".py"):
-            items += migration_items(facts, kernel_analysis(submission), self.analyzer, mig.cuda_entry)
+            try:
+                kernel = kernel_analysis(submission)
+            except StaticAnalysisError:  # nki-static reports why; the CUDA facts stand without the verdicts
+                return items
+            items += migration_items(facts, kernel, self.analyzer, mig.cuda_entry)
         return items

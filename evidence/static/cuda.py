@@ -113,24 +113,34 @@ class _Walker(LoopPatterns, MacroReading, LambdaReading):
         return None
 
     def walk(self, n: ts.Node) -> None:
+        """Pre-order over the tree with the handlers, and what closes a loop or a function on the way back up;
+        an explicit stack, not recursion: generated code nests expressions thousands deep."""
+        stack: list[tuple[ts.Node, str]] = [(n, "")]
+        while stack:
+            n, leaving = stack.pop()
+            if leaving:
+                self._leave(n, leaving)
+                continue
+            t = n.type
+            if t == "function_definition" and self.fn is not None and n.parent is not None and n.parent.type != "translation_unit":
+                # `CUDA_KERNEL_LOOP(i, n) { ... }` inside a kernel parses as a function defined there: it is a
+                # loop written through a macro, and its body is the kernel's
+                self._macro_loop(n)
+                stack.append((n, "macro_loop"))
+                stack.extend((c, "") for c in reversed(n.children))
+                continue
+            if t in ("preproc_if", "preproc_elif"):
+                self._preproc_branch(n)
+                continue
+            handler = getattr(self, "on_" + t, None)
+            if handler is not None and handler(n) is False:
+                continue
+            stack.append((n, "node"))
+            stack.extend((c, "") for c in reversed(n.children))
+
+    def _leave(self, n: ts.Node, what: str) -> None:
         t = n.type
-        if t == "function_definition" and self.fn is not None and n.parent is not None and n.parent.type != "translation_unit":
-            # `CUDA_KERNEL_LOOP(i, n) { ... }` inside a kernel parses as a function defined there: it is a
-            # loop written through a macro, and its body is the kernel's
-            self._macro_loop(n)
-            for c in n.children:
-                self.walk(c)
-            self.depth -= 1
-            return
-        if t in ("preproc_if", "preproc_elif"):
-            self._preproc_branch(n)
-            return
-        handler = getattr(self, "on_" + t, None)
-        if handler is not None and handler(n) is False:
-            return
-        for c in n.children:
-            self.walk(c)
-        if t in ("for_statement", "while_statement", "do_statement"):
+        if what == "macro_loop" or t in ("for_statement", "while_statement", "do_statement"):
             self.depth -= 1
         elif t == "function_definition" and self.fn is not None:
             # pointers the function only reads: its inputs when it marks none `const`

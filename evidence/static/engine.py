@@ -26,6 +26,7 @@ from evidence.static.engine_objects import ObjectCalls
 from evidence.static.helper_classes import ObjectModel
 from evidence.static.helper_args import hints as helper_hints
 from evidence.static.model import AssignInfo, CallInfo, FunctionInfo, InputBinding, LoopInfo
+from evidence.static.nesting import nesting_error
 from evidence.static.param_bindings import bind_params
 from evidence.static.positions import TRACKED, AstLines, PositionError, children
 from evidence.static.records import RecordClass
@@ -195,6 +196,8 @@ class Engine(ObjectCalls, cst.CSTVisitor):
             elif hasattr(node, "start"):
                 line = node.start  # type: ignore[union-attr]
             msg = (str(exc).splitlines() or [""])[0][:300]
+            if isinstance(exc, RecursionError):
+                msg = "code nested deeper than this rule follows (the interpreter's recursion limit); rule skipped"
             self.failures.append(RuleFailure(rule.id, type(exc).__name__, msg, line))
         finally:
             self.timings[rule.id] += time.perf_counter() - t0
@@ -213,11 +216,17 @@ class Engine(ObjectCalls, cst.CSTVisitor):
 
     def walk(self, node: cst.CSTNode) -> None:
         """Read-only pre-order walk in libcst's visiting order (libcst's own `visit` rebuilds every
-        node on the way back up, which costs more than all the rules)."""
-        if self.on_visit(node):
-            for child in children(node):
-                self.walk(child)
-        self.on_leave(node)
+        node on the way back up, which costs more than all the rules). An explicit stack, not recursion:
+        generated code nests expressions thousands deep (`a + a + ... + a`)."""
+        stack: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+        while stack:
+            node, leaving = stack.pop()
+            if leaving:
+                self.on_leave(node)
+                continue
+            stack.append((node, True))
+            if self.on_visit(node):
+                stack.extend((child, False) for child in reversed(children(node)))
 
     def _emit(self, hook: str, obj: object) -> None:
         for rule, fn in self._sem[hook]:
@@ -546,6 +555,9 @@ def _trip(args: list[object]) -> int | None:
 
 
 def parse(source: str, file: str) -> cst.Module:
+    too_deep = nesting_error(source, file)  # before libcst, which dies or crawls on such code (`nesting`)
+    if too_deep:
+        raise StaticAnalysisError(too_deep)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -613,7 +625,11 @@ def analyze(
         if positions is None or not positions.consistent():  # ast and libcst disagreed: be exact
             positions = None
             engine = prepared(_ExactEngine, hinted)
-            wrapper.visit(engine)
+            try:
+                wrapper.visit(engine)  # libcst's own recursive visit: a chain thousands deep exhausts the stack
+            except RecursionError as exc:
+                raise StaticAnalysisError(f"{file}:1: code nested too deep for the analysis with libcst's positions "
+                                          "(the interpreter's recursion limit): not analysed") from exc
         calls = {k: callers.get(k, []) + engine.helper_calls.get(k, []) for k in callers.keys() | engine.helper_calls.keys()}
         found = helper_hints(calls)
         if found == hinted:

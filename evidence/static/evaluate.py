@@ -14,6 +14,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from evidence.static.conditions import decide
+from evidence.static.positions import children
 from evidence.static.helper_classes import Instance
 from evidence.static.records import Record, RecordClass
 from evidence.static.shapes import (
@@ -33,6 +34,7 @@ _FOLD_CALLS: dict[str, Callable] = {
     "math.log2": math.log2, "math.sqrt": math.sqrt, "float": float, "round": round,
 }
 _PASSTHROUGH_PREFIX = ("nl.", "nisa.")
+WARM_STEP = 50  # levels of a too-deep expression between memoised subexpressions (`Evaluator._deep`)
 
 
 class Evaluator:
@@ -47,6 +49,7 @@ class Evaluator:
         self.memo: dict[int, tuple[object, frozenset[int], frozenset[str]]] = {}
         self._deps: set[int] = set()
         self._names: set[str] = set()
+        self._evaluating = False  # inside an `ev` call (nested calls recurse plainly)
 
     # -- public ---------------------------------------------------------------------------
     def ev(self, node: cst.CSTNode | None) -> object:
@@ -57,6 +60,50 @@ class Evaluator:
             self._deps |= hit[1]
             self._names |= hit[2]
             return hit[0]
+        if self._evaluating:
+            return self._fresh(node)
+        self._evaluating = True  # the outermost call: the one that can afford to catch a too-deep expression
+        outer = self._deps, self._names
+        try:
+            return self._fresh(node)
+        except RecursionError:
+            self._deps, self._names = outer
+            return self._deep(node)
+        finally:
+            self._evaluating = False
+
+    def _deep(self, node: cst.CSTNode) -> object:
+        """An expression nested deeper than the interpreter's stack (generated code: `a + a + ... + a` a thousand
+        terms long): its subexpressions evaluated bottom-up first, every WARM_STEP levels, so each evaluation
+        finds the one below it memoised and recurses at most WARM_STEP levels. The values are those plain
+        recursion would give; an expression still too deep is unknown (None)."""
+        heights: dict[int, int] = {}
+        levels: list[tuple[int, cst.CSTNode]] = []
+        stack: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if not done:
+                stack.append((n, True))
+                stack.extend((c, False) for c in children(n))
+                continue
+            h = 1 + max((heights[id(c)] for c in children(n)), default=0)
+            heights[id(n)] = h
+            if h % WARM_STEP == 0 and isinstance(n, cst.BaseExpression):
+                levels.append((h, n))
+        levels.sort(key=lambda x: x[0])
+        outer = self._deps, self._names
+        try:
+            for _, n in levels:
+                self.ev(n)
+            self._deps, self._names = outer
+            return self._fresh(node)
+        except RecursionError:
+            self._deps, self._names = outer
+            self.memo[id(node)] = (None, frozenset(), frozenset())
+            return None
+
+    def _fresh(self, node: cst.CSTNode) -> object:
+        """`ev` of a node not memoised yet."""
         outer_deps, outer_names = self._deps, self._names
         self._deps, self._names = set(), set()
         try:
@@ -87,10 +134,14 @@ class Evaluator:
             if b is not None and isinstance(b.value, str):
                 return b.value
             return func.value if b is None else None
-        if isinstance(func, cst.Attribute):
-            base = self.api_name(func.value) if isinstance(func.value, (cst.Name, cst.Attribute)) else None
-            return f"{base}.{func.attr.value}" if base else None
-        return None
+        attrs = []  # `a.b.c`: down the chain without recursion (generated code chains thousands deep)
+        while isinstance(func, cst.Attribute):
+            attrs.append(func.attr.value)
+            func = func.value
+        if not attrs or not isinstance(func, cst.Name):
+            return None
+        base = self.api_name(func)
+        return ".".join([base, *reversed(attrs)]) if base else None
 
     # -- dispatch -------------------------------------------------------------------------
     def _ev(self, node: cst.CSTNode) -> object:

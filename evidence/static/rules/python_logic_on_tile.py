@@ -51,15 +51,19 @@ class PythonLogicOnTile(Rule):
     ]
 
     def _tiled(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, cst.Comparison):
-            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
-                return False
-            return self._tiled(node.left) or any(self._tiled(c.comparator) for c in node.comparisons)
-        if isinstance(node, cst.BooleanOperation):
-            return self._tiled(node.left) or self._tiled(node.right)
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            return self._tiled(node.expression)
-        return isinstance(self.ctx.value(node), Tensor)
+        todo = [node]  # an explicit stack: generated code chains `and`s thousands deep
+        while todo:
+            n = todo.pop()
+            if isinstance(n, cst.Comparison):
+                if not all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in n.comparisons):
+                    todo += [c.comparator for c in reversed(n.comparisons)] + [n.left]
+            elif isinstance(n, cst.BooleanOperation):
+                todo += [n.right, n.left]
+            elif isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not):
+                todo.append(n.expression)
+            elif isinstance(self.ctx.value(n), Tensor):
+                return True
+        return False
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         if self._tiled(node.left) or self._tiled(node.right):

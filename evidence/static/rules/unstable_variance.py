@@ -12,6 +12,8 @@ from evidence.static.shapes import LOW_PRECISION, Tensor
 _HEAD = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
 _REDUCE = ("nl.sum", "nl.mean")
 _PASS = ("nl.copy",)  # keep the role of their operand (a cast keeps the statistic it holds)
+_UNARY = ("nl.square", "nl.power", *_REDUCE, *_PASS)  # calls whose role is decided by their first operand
+_BINARY = ("nl.multiply", "nl.divide", "nl.subtract")
 # Roles of a value with respect to a source x: sq = x*x, m1 = sum/mean of x, m2 = sum/mean of x*x,
 # m1sq = (sum/mean of x)^2. A subtraction m2 - m1sq of the same x is the one-pass variance.
 _STATS = ("m1", "m2", "m1sq")
@@ -73,43 +75,68 @@ class UnstableVariance(Rule):
         return [a.value for a in node.args if a.keyword is None and not a.star]
 
     def _role(self, node: cst.BaseExpression) -> tuple[str, str]:
-        """(role, source) of an expression; reports a one-pass variance found anywhere inside it."""
+        """(role, source) of an expression; reports a one-pass variance found anywhere inside it. A post-order
+        fold over an explicit stack (operands first, left to right): generated code chains thousands deep."""
+        roles: dict[int, tuple[str, str]] = {}
+        stack: list[tuple[cst.BaseExpression, list | None]] = [(node, None)]
+        while stack:
+            n, operands = stack.pop()
+            if operands is None:
+                operands = self._operands(n)
+                stack.append((n, operands))
+                stack.extend((o, None) for o in reversed(operands))
+            else:
+                roles[id(n)] = self._combine(n, [roles[id(o)] for o in operands])
+        return roles[id(node)]
+
+    def _operands(self, node: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The subexpressions whose roles decide `node`'s (or that are searched for a variance inside it)."""
+        if isinstance(node, cst.Call):
+            name, args = self.ctx.ev.api_name(node.func) or "", self._args(node)
+            if name in _UNARY and args:
+                return args[:1] if name != "nl.power" or (len(args) == 2 and _is_two(args[1])) else [
+                    a.value for a in node.args]
+            if name in _BINARY and len(args) == 2:
+                return args
+            return [a.value for a in node.args]  # any other call: look inside its arguments
+        if isinstance(node, cst.BinaryOperation):
+            return [node.left] if isinstance(node.operator, cst.Power) and _is_two(node.right) else [node.left, node.right]
+        if isinstance(node, cst.UnaryOperation):
+            return [node.expression]
+        return []
+
+    def _combine(self, node: cst.BaseExpression, roles: list[tuple[str, str]]) -> tuple[str, str]:
+        """`node`'s role from its operands' roles (`_operands`)."""
         if isinstance(node, cst.Name):
             return self._roles.get(node.value, ("val", node.value))
         if isinstance(node, cst.Call):
-            name = self.ctx.ev.api_name(node.func) or ""
-            args = self._args(node)
+            name, args = self.ctx.ev.api_name(node.func) or "", self._args(node)
             if name == "nl.square" and args:
-                return self._square(self._role(args[0]), node)
+                return self._square(roles[0], node)
             if name == "nl.power" and len(args) == 2 and _is_two(args[1]):
-                return self._square(self._role(args[0]), node)
+                return self._square(roles[0], node)
             if name == "nl.multiply" and len(args) == 2:
-                return self._mul(self._role(args[0]), self._role(args[1]), node)
+                return self._mul(roles[0], roles[1], node)
             if name == "nl.divide" and len(args) == 2:
-                return self._scale(self._role(args[0]), self._role(args[1]), node)
+                return self._scale(roles[0], roles[1], node)
             if name == "nl.subtract" and len(args) == 2:
-                return self._sub(self._role(args[0]), self._role(args[1]), node, args)
+                return self._sub(roles[0], roles[1], node, args)
             if name in _REDUCE and args:
-                return self._reduce(self._role(args[0]), node)
+                return self._reduce(roles[0], node)
             if name in _PASS and args:
-                return self._role(args[0])
-            for a in node.args:  # any other call: look inside its arguments
-                self._role(a.value)
+                return roles[0]
             return ("val", self._code(node))
         if isinstance(node, cst.BinaryOperation):
             op = node.operator
             if isinstance(op, cst.Power) and _is_two(node.right):
-                return self._square(self._role(node.left), node)
-            left, right = self._role(node.left), self._role(node.right)
+                return self._square(roles[0], node)
+            left, right = roles
             if isinstance(op, cst.Multiply):
                 return self._mul(left, right, node)
             if isinstance(op, cst.Divide):
                 return self._scale(left, right, node)
             if isinstance(op, cst.Subtract):
                 return self._sub(left, right, node, [node.left, node.right])
-            return ("val", self._code(node))
-        if isinstance(node, cst.UnaryOperation):
-            self._role(node.expression)
         return ("val", self._code(node))
 
     def _square(self, r: tuple[str, str], node: cst.CSTNode) -> tuple[str, str]:
