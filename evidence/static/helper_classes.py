@@ -67,6 +67,7 @@ class ClassTable:
         self._trees = trees
         self._resolve_name = resolve_name
         self._local: dict[str, dict[str, Target]] = {}
+        self._mro: dict[Target, list[Target]] = {}
         self.typer = Typer(trees, self, modules or (lambda path: {}))
 
     def local(self, path: str) -> dict[str, Target]:
@@ -101,19 +102,38 @@ class ClassTable:
         return None
 
     def lookup(self, cls: Target, method: str) -> Target | None:
-        """(module, `Cls.method`) of the definition `method` finds in `cls` or, depth first, its bases."""
-        seen: set[Target] = set()
+        """(module, `Cls.method`) of the definition `method` finds first in `cls`'s method resolution order."""
+        for key in self.mro(cls):
+            if method in self.classes[key].methods:
+                return key[0], f"{key[1]}.{method}"
+        return None
+
+    def mro(self, cls: Target) -> list[Target]:
+        """`cls` and its bases among the submission's classes in Python's method resolution order (C3), so a
+        diamond's shared base comes after every class that derives from it; bases outside the submission hold
+        no methods here and are left out. Inheritance no interpreter accepts (a cycle, an inconsistent order)
+        falls back to depth first."""
+        if cls not in self.classes:
+            return []
+        if cls not in self._mro:
+            self._mro[cls] = []  # asked again while being worked out: a cycle, which has no order
+            self._mro[cls] = _c3(cls, [self.mro(b) for b in self.bases(cls)], self.bases(cls)) or self._depth_first(cls)
+        return self._mro[cls]
+
+    def bases(self, cls: Target) -> list[Target]:
+        info = self.classes.get(cls)
+        found = [self.class_of(cls[0], base) for base in info.bases] if info else []
+        return [b for b in found if b is not None and b in self.classes]
+
+    def _depth_first(self, cls: Target) -> list[Target]:
+        out: list[Target] = []
         todo = [cls]
         while todo:
             key = todo.pop(0)
-            if key in seen or key not in self.classes:
-                continue
-            seen.add(key)
-            info = self.classes[key]
-            if method in info.methods:
-                return key[0], f"{key[1]}.{method}"
-            todo[:0] = [b for b in (self.class_of(key[0], base) for base in info.bases) if b is not None]
-        return None
+            if key not in out and key in self.classes:
+                out.append(key)
+                todo[:0] = self.bases(key)
+        return out
 
     def method_node(self, target: Target) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         cls, _, name = target[1].partition(".")
@@ -124,11 +144,14 @@ class ClassTable:
         """(module, name) a name of file `path` finally names (its own top-level name, or an import's)."""
         return self._resolve_name(path, name)
 
-    def targets(self, path: str, fn: ast.AST, owner: Target | None) -> set[Target]:
-        """The methods a function (or a method of `owner`) calls through objects whose class is known
-        (`helper_types`: names, results of calls, attributes and items of containers)."""
-        s = self.typer.scope(path, fn, owner)
-        found: set[Target] = set()
+    def targets(self, path: str, fn: ast.AST, owner: Target | None,
+                receiver: Target | None = None) -> set[tuple[Target, Target | None]]:
+        """The methods a function (or a method of `owner`, called on an object of class `receiver`, its own
+        by default) calls through objects whose class is known (`helper_types`: names, results of calls,
+        attributes and items of containers), each with the class of the object it is called on: what
+        `self.step()` in a base class's method reaches depends on it (a subclass's override)."""
+        s = self.typer.scope(path, fn, owner, receiver)
+        found: set[tuple[Target, Target | None]] = set()
         for n in ast.walk(fn):
             if not isinstance(n, ast.Call):
                 continue
@@ -136,11 +159,11 @@ class ClassTable:
                     isinstance(n.func, ast.Name) and n.func.id in s.bindings):  # a constructor runs __init__
                 for special in ("__init__", "__post_init__"):
                     if (t := self.lookup(c, special)) is not None:
-                        found.add(t)
+                        found.add((t, c))
             elif isinstance(n.func, ast.Attribute):
                 t = self._target(n, s)
                 if t is not None and "." in t[0][1]:
-                    found.add(t[0])
+                    found.add(t)
         return found
 
     def _target(self, call: ast.Call, s) -> tuple[Target, Target | None] | None:
@@ -168,6 +191,21 @@ class ClassTable:
                         key = (n.lineno, n.func.attr)
                         out[key] = t[0] if out.get(key, t[0]) == t[0] else None
         return {k: v for k, v in out.items() if v is not None}
+
+
+def _c3(cls: Target, linearisations: list[list[Target]], bases: list[Target]) -> list[Target] | None:
+    """C3 merge: `cls` followed by its bases' linearisations merged in order, or None when no order exists."""
+    seqs = [list(x) for x in (*linearisations, bases) if x]
+    if any(cls in x for x in seqs):  # a class among its own bases: a cycle
+        return None
+    out = [cls]
+    while seqs:
+        head = next((x[0] for x in seqs if not any(x[0] in y[1:] for y in seqs)), None)
+        if head is None:
+            return None
+        out.append(head)
+        seqs = [y for y in ([z for z in x if z != head] for x in seqs) if y]
+    return out
 
 
 @dataclass(frozen=True)

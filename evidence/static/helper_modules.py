@@ -128,21 +128,24 @@ def _bound(tree: ast.Module) -> dict[str, tuple[ast.AST, int | None]]:
     return bound
 
 
-def reach(tree: ast.Module, roots: set[str], names: dict[str, Target], mods: dict[str, str],
-          classes: ClassTable | None = None, path: str = "") -> tuple[frozenset[int], set[str], set[Target]]:
+def reach(tree: ast.Module, roots: set, names: dict[str, Target], mods: dict[str, str],
+          classes: ClassTable | None = None, path: str = "") -> tuple[frozenset[int], set[str], set[tuple]]:
     """(def lines of the file's top-level functions and methods reached from `roots`, the names reached
     (`Cls.meth` for a method), the helper-module functions and methods they read). With `classes`, the
-    methods called through objects of known class are followed (`helper_classes`)."""
+    methods called through objects of known class are followed (`helper_classes`), each with the class of
+    the object it is called on: a root or a read method may be (`Cls.meth`, that class), and a method inherited
+    from a base then reaches the overrides of that class (`self.step()` in `Base.run` on a `Sub`)."""
     bound = _bound(tree)
     lines: set[int] = set()
     reached: set[str] = set()
-    out: set[Target] = set()
-    todo, seen = list(roots), set()
+    out: set[tuple] = set()
+    todo, seen, scanned = list(roots), set(), set()
     while todo:
-        name = todo.pop()
-        if name in seen:
+        entry = todo.pop()
+        name, receiver = entry if isinstance(entry, tuple) else (entry, None)
+        if entry in seen:
             continue
-        seen.add(name)
+        seen.add(entry)
         if name in names:
             out.add(names[name])
             continue
@@ -152,18 +155,21 @@ def reach(tree: ast.Module, roots: set[str], names: dict[str, Target], mods: dic
         if line is not None:
             lines.add(line)
             reached.add(name)
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id != name:
-                todo.append(n.id)
-            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in mods:
-                out.add((mods[n.value.id], n.attr))
+        if name not in scanned:  # the names a body reads are the same whatever object it is called on
+            scanned.add(name)
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and n.id != name:
+                    todo.append(n.id)
+                elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in mods:
+                    out.add((mods[n.value.id], n.attr))
         if classes is not None and line is not None:
             owner = (path, name.partition(".")[0]) if "." in name else None
-            for module, method in classes.targets(path, node, owner):
+            for (module, method), on in classes.targets(path, node, owner, receiver if owner is not None else None):
+                follow = (method, on) if on is not None else method
                 if module == path:
-                    todo.append(method)
+                    todo.append(follow)
                 else:
-                    out.add((module, method))
+                    out.add((module, follow))
     return frozenset(lines), reached, out
 
 
