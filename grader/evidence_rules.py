@@ -89,6 +89,11 @@ class RuleOutcome:
         """The positive evidence found (support rules that matched)."""
         return tuple(h for h in self.hits if h.rule.support)
 
+    @property
+    def unobserved(self) -> tuple[RuleHit, ...]:
+        """Why the criterion's subject was not observed (unobserved rules that matched): the score is the source's."""
+        return tuple(h for h in self.hits if h.rule.unobserved)
+
     def binding(self, score: int) -> list[RuleHit]:
         """The cap/floor hits that `score` violates (empty when the score respects the evidence)."""
         out = []

@@ -58,7 +58,10 @@ class EvidenceMatch(BaseModel):
 
 class EvidenceRule(BaseModel):
     """A declarative rule: when matching evidence exists, cap, floor or lower the criterion's score,
-    or (`support = true`) name it as positive evidence for a high score (the score does not move)."""
+    or (`support = true`) name it as positive evidence for a high score, or (`unobserved = true`) say that
+    the evidence that would have shown what the criterion is about is missing (the simulation stopped
+    before it got there): the score, read from the source alone, does not move, but the draft says so,
+    cites why, flags it for the reviewer and is drafted in the `unobserved` state (its own confidence)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -71,11 +74,12 @@ class EvidenceRule(BaseModel):
     per_item: bool = False  # penalty once per matching item (bounded by max_penalty) instead of once
     max_penalty: int | None = Field(default=None, ge=1)
     support: bool = False  # positive evidence: cited by a rationale that scores 4 or 5
+    unobserved: bool = False  # the criterion's subject was not observed: judged on the source alone, flagged
 
     @model_validator(mode="after")
     def _one_effect(self) -> EvidenceRule:
-        if sum(x is not None for x in (self.cap, self.floor, self.penalty)) + self.support != 1:
-            raise ValueError(f"rule {self.id!r} needs exactly one of cap, floor, penalty, support")
+        if sum(x is not None for x in (self.cap, self.floor, self.penalty)) + self.support + self.unobserved != 1:
+            raise ValueError(f"rule {self.id!r} needs exactly one of cap, floor, penalty, support, unobserved")
         return self
 
     @property
@@ -85,6 +89,10 @@ class EvidenceRule(BaseModel):
             return f"score at most {self.cap}"
         if self.floor is not None:
             return f"score at least {self.floor}"
+        if self.support:
+            return "positive evidence for a high score (no score change)"
+        if self.unobserved:
+            return "not observed: the score rests on the source alone and is flagged (no score change)"
         per = " per matching item" + (f", at most {self.max_penalty} in all" if self.max_penalty else "") if self.per_item else ""
         return f"score lowered by {self.penalty}{per}"
 

@@ -24,7 +24,7 @@ TRACKED: dict[type, tuple[type, ...]] = {
     cst.Assign: (ast.Assign,), cst.AugAssign: (ast.AugAssign,), cst.AnnAssign: (ast.AnnAssign,),
     cst.Return: (ast.Return,), cst.Expr: (ast.Expr,), cst.IfExp: (ast.IfExp,), cst.Comparison: (ast.Compare,),
     cst.UnaryOperation: (ast.UnaryOp,), cst.Subscript: (ast.Subscript,), cst.With: (ast.With, ast.AsyncWith),
-    cst.Try: (ast.Try,),
+    cst.Try: (ast.Try,), cst.Import: (ast.Import,), cst.ImportFrom: (ast.ImportFrom,),
 }
 _AST_TO_CST = {a: c for c, group in TRACKED.items() for a in group}
 

@@ -7,6 +7,8 @@ the calibration set for the criterion and the *state* the score was reached in:
 - `capped_measured` / `capped_static`: a cap decides the score, on measured evidence (the
   simulation, or a static finding the trace confirmed or the measured error showed) or on a
   static finding alone;
+- `unobserved`: no cap decides the score and the evidence says the simulation stopped before it observed
+  what the criterion is about (the rubric's `unobserved` rules): the score was read from the source alone;
 - `penalised`: penalties lowered the score and no cap applies;
 - `supported`: no rule lowered the score and positive evidence backs it;
 - `unsupported`: no rule lowered the score and no positive evidence was found.
@@ -29,7 +31,7 @@ from grader.evidence_rules import RuleOutcome
 from grader.resources import shipped_dir
 from grader.rubric import Criterion, available_rubrics
 
-STATES = ("conflict", "capped_measured", "capped_static", "penalised", "supported", "unsupported")
+STATES = ("conflict", "capped_measured", "capped_static", "unobserved", "penalised", "supported", "unsupported")
 SHRINK = 4.0  # pseudo-items of the state's pooled rate added to each criterion's cell
 
 
@@ -45,6 +47,8 @@ def draft_state(outcome: RuleOutcome, score: int, conflicted: bool) -> str:
     deciding = [h for h in outcome.hits if h.rule.cap is not None and h.rule.cap == score]
     if deciding:
         return "capped_measured" if any(_measured(i) for h in deciding for i in h.items) else "capped_static"
+    if outcome.unobserved:
+        return "unobserved"
     if outcome.penalty:
         return "penalised"
     return "supported" if outcome.supports else "unsupported"

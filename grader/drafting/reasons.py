@@ -1,8 +1,13 @@
-"""What a rules draft says beyond its score: why a high score is high, and where the evidence disagrees.
+"""What a rules draft says beyond its score: why a high score is high, what was not observed, and where the
+evidence disagrees.
 
 - Support: a criterion scored 4 or 5 names the positive evidence that earns it (the rubric's
   `support` rules: masks over the ragged tail, fp32 PSUM accumulation, each HBM byte read once,
   full partitions, ...), each with its evidence id, instead of "no rule objected".
+- Not observed: when the simulation stopped before it observed what the criterion is about (the rubric's
+  `unobserved` rules: it stopped on an error, could not finish, or the kernel imports APIs no release has),
+  the score was read from the source alone: the rationale says so with the evidence and where, and an
+  `unobserved` flag tells the reviewer a 5 there is not "checked and excellent".
 - Conflicts: an `evidence.conflict` item (a static finding the simulation contradicts) whose
   static side this criterion may cite becomes an `evidence_conflict` flag citing both sides; the
   contradicted finding caps nothing, and a reviewer settles which analyzer misread the code.
@@ -35,6 +40,34 @@ def support_sentence(outcome: RuleOutcome, score: int) -> str:
         shown = hit.items[:MAX_SUPPORT_ITEMS]
         parts.append(f"{hit.rule.description} (" + "; ".join(f"{i.title} [{i.id}]" for i in shown) + ")")
     return " Why it is this high: " + "; ".join(parts) + "."
+
+
+def _where(item: EvidenceItem) -> str:
+    loc = item.location
+    return f" at {loc.file}:{loc.start_line}" if loc is not None else ""
+
+
+def unobserved_sentence(outcome: RuleOutcome) -> str:
+    """Why the score rests on the source alone (the rubric's `unobserved` rules that matched), with the evidence
+    that says so and where, or "" when the criterion was observed."""
+    if not outcome.unobserved:
+        return ""
+    parts = []
+    for hit in outcome.unobserved:
+        shown = hit.items[:MAX_SUPPORT_ITEMS]
+        parts.append(f"{hit.rule.description} (" + "; ".join(f"{i.title} [{i.id}]{_where(i)}" for i in shown) + ")")
+    return " Judged on the source alone, not observed: " + "; ".join(parts) + "."
+
+
+def unobserved_flags(criterion: Criterion, outcome: RuleOutcome) -> list[Flag]:
+    """An `unobserved` flag naming the first reason (the rationale has them all): a reviewer must not read the
+    score as checked on a run."""
+    if not outcome.unobserved:
+        return []
+    first = outcome.unobserved[0]
+    item = first.items[0]
+    return [Flag(code="unobserved", message=f"{criterion.id} judged on the source alone: {first.rule.description} "
+                 f"({item.title}{_where(item)})", evidence_id=item.id)]
 
 
 def conflicts(criterion: Criterion, bundle: EvidenceBundle) -> list[tuple[EvidenceItem, EvidenceItem | None]]:

@@ -13,7 +13,9 @@ from evidence.submission import Submission
 from grader.draft import Citation, CriterionDraft, Draft, DrafterInfo, Flag
 from grader.drafting.base import envelope, not_applicable, not_applicable_reason
 from grader.drafting.confidence import confidence, draft_state
-from grader.drafting.reasons import HIGH, conflict_flags, conflicts, support_items, support_sentence
+from grader.drafting.reasons import (
+    HIGH, conflict_flags, conflicts, support_items, support_sentence, unobserved_flags, unobserved_sentence,
+)
 from grader.evidence_rules import RuleOutcome, evaluate_rules
 from grader.rubric import Criterion, Rubric
 
@@ -61,6 +63,8 @@ def _score(criterion: Criterion, outcome: RuleOutcome, lo: int, hi: int) -> tupl
     steps = [f"Basis evidence present{_basis_summary(criterion, outcome)}; starting at {criterion.start}."]
     score = criterion.start
     for hit in outcome.hits:
+        if hit.rule.support or hit.rule.unobserved:  # said after the level ("Why it is this high", "Judged on the source")
+            continue
         ids = ", ".join(i.id for i in hit.items[:4]) + (" ..." if len(hit.items) > 4 else "")
         if hit.penalty:
             score -= hit.penalty
@@ -112,7 +116,8 @@ def draft_criterion(
     level = next(level.descriptor for level in criterion.levels if level.score == score)
     found = conflicts(criterion, bundle)
     state = draft_state(outcome, score, bool(found))
-    rationale = " ".join(steps) + f" Level {score}: {level}" + support_sentence(outcome, score)
+    rationale = (" ".join(steps) + f" Level {score}: {level}" + support_sentence(outcome, score)
+                 + unobserved_sentence(outcome))
     if found:
         rationale += (f" The simulation contradicts {len(found)} static finding(s) this criterion rests on; "
                       "they cap nothing until a reviewer settles them.")
@@ -131,7 +136,7 @@ def draft_criterion(
     return CriterionDraft(
         criterion_id=criterion.id, status="scored", score=score, rationale=rationale,
         citations=tuple(cited.values()), confidence=confidence(criterion, rubric.id, state, _coverage(criterion, outcome)),
-        flags=flags + tuple(conflict_flags(found)),
+        flags=flags + tuple(conflict_flags(found)) + tuple(unobserved_flags(criterion, outcome)),
     )
 
 
