@@ -25,11 +25,12 @@ class DialectInfo:
     aliases: dict[str, str]  # local name -> canonical dotted name (nl, nisa, nl.par_dim, np, ...)
 
 
-def _dotted(node: cst.BaseExpression) -> str:
+def dotted(node: cst.BaseExpression) -> str:
+    """`a.b.c` of a Name/Attribute chain (an import's module or name), "" for anything else."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
+        return f"{dotted(node.value)}.{node.attr.value}"
     return ""
 
 
@@ -51,7 +52,7 @@ def detect(module: cst.Module) -> DialectInfo:
     for imp in _imports(list(module.body)):
         if isinstance(imp, cst.Import):
             for alias in imp.names:
-                full = _dotted(alias.name)
+                full = dotted(alias.name)
                 beta |= full.startswith("neuronxcc")
                 standalone |= full == "nki" or full.startswith("nki.")
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
@@ -60,13 +61,13 @@ def detect(module: cst.Module) -> DialectInfo:
                     top = full.split(".")[0]
                     aliases[top] = canonical_module(top)
         else:
-            mod = _dotted(imp.module) if imp.module is not None else ""
+            mod = dotted(imp.module) if imp.module is not None else ""
             beta |= mod.startswith("neuronxcc")
             standalone |= mod == "nki" or mod.startswith("nki.")
             if isinstance(imp.names, cst.ImportStar):
                 continue
             for alias in imp.names:
-                name = _dotted(alias.name)
+                name = dotted(alias.name)
                 local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
                 aliases[local] = canonical_module(f"{mod}.{name}")
     if standalone:

@@ -4,7 +4,8 @@ A score outside a cap or floor the rubric's evidence rules impose is kept as dra
 `contradicts_evidence` with the evidence id, for a human: clamping would hide that the model
 disagreed with the evidence. Drafts that look steered by text planted in the submission are flagged
 too: a rationale that repeats an injected instruction without reporting it, or a score equal to the
-one the submission demanded.
+one the submission demanded. A criterion the simulation did not observe (the rubric's `unobserved` rules)
+is flagged `unobserved` as in a rules draft.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 
 from evidence.model import EvidenceBundle, EvidenceItem
 from grader.draft import Citation, Flag
+from grader.drafting.reasons import unobserved_flags
 from grader.evidence_rules import evaluate_rules
 from grader.prompting import INJECTION_KIND
 from grader.rubric import Criterion
@@ -32,7 +34,7 @@ def evidence_flags(criterion: Criterion, bundle: EvidenceBundle, score: int) -> 
                      f"evidence: {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}. Kept as drafted for a reviewer."),
             evidence_id=ids[0],
         ))
-    return flags
+    return flags + unobserved_flags(criterion, outcome)  # a model's score there rests on the source alone too
 
 
 def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:

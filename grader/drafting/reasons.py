@@ -35,11 +35,7 @@ def support_sentence(outcome: RuleOutcome, score: int) -> str:
         return ""
     if not outcome.supports:
         return " No positive evidence found for this level: it rests on the absence of defects only."
-    parts = []
-    for hit in outcome.supports:
-        shown = hit.items[:MAX_SUPPORT_ITEMS]
-        parts.append(f"{hit.rule.description} (" + "; ".join(f"{i.title} [{i.id}]" for i in shown) + ")")
-    return " Why it is this high: " + "; ".join(parts) + "."
+    return " Why it is this high: " + _named(outcome.supports, where=False) + "."
 
 
 def _where(item: EvidenceItem) -> str:
@@ -47,16 +43,18 @@ def _where(item: EvidenceItem) -> str:
     return f" at {loc.file}:{loc.start_line}" if loc is not None else ""
 
 
+def _named(hits, where: bool) -> str:
+    """Each rule that matched with the evidence it matched (titles and ids, and where with `where`)."""
+    return "; ".join(f"{hit.rule.description} (" + "; ".join(
+        f"{i.title} [{i.id}]" + (_where(i) if where else "") for i in hit.items[:MAX_SUPPORT_ITEMS]) + ")" for hit in hits)
+
+
 def unobserved_sentence(outcome: RuleOutcome) -> str:
     """Why the score rests on the source alone (the rubric's `unobserved` rules that matched), with the evidence
     that says so and where, or "" when the criterion was observed."""
     if not outcome.unobserved:
         return ""
-    parts = []
-    for hit in outcome.unobserved:
-        shown = hit.items[:MAX_SUPPORT_ITEMS]
-        parts.append(f"{hit.rule.description} (" + "; ".join(f"{i.title} [{i.id}]{_where(i)}" for i in shown) + ")")
-    return " Judged on the source alone, not observed: " + "; ".join(parts) + "."
+    return " Judged on the source alone, not observed: " + _named(outcome.unobserved, where=True) + "."
 
 
 def unobserved_flags(criterion: Criterion, outcome: RuleOutcome) -> list[Flag]:

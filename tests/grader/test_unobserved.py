@@ -107,3 +107,17 @@ def test_a_kernel_that_ran_to_the_end_is_not_marked(tmp_path):
         # positive evidence is named once, under "Why it is this high", never as a score step
         assert "Score lowered by none" not in (c.rationale or ""), c.criterion_id
     assert "Why it is this high" in d.criterion("data_movement").rationale
+
+
+def test_a_model_score_on_an_unobserved_criterion_is_flagged_too():
+    from evidence.model import EvidenceBundle, EvidenceItem, Location, Severity
+    from grader.drafting.guards import evidence_flags
+
+    stop = EvidenceItem(id="sim.error:err_num_partition_exceed_arch_limit", kind="sim.error", analyzer="nki-simulator@2",
+                        severity=Severity.critical, title="Simulation stopped: err_num_partition_exceed_arch_limit",
+                        location=Location(file="kernel.py", start_line=10, end_line=10),
+                        labels={"code": "err_num_partition_exceed_arch_limit"})
+    memory = load_rubric().criterion("memory_hierarchy")
+    flags = evidence_flags(memory, EvidenceBundle(submission_hash="sha256:x", items=(stop,)), 5)
+    assert [(f.code, f.evidence_id) for f in flags] == [("unobserved", stop.id)]
+    assert "kernel.py:10" in flags[0].message

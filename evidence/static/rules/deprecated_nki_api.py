@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from evidence.model import Severity
+from evidence.static.dialect import dotted
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule, Valid
 from evidence.static.model import LoopInfo
 
@@ -70,21 +71,13 @@ class DeprecatedNkiApi(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            self._beta_import(node, _dotted(alias.name))
+            self._beta_import(node, dotted(alias.name))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.module is not None:
-            self._beta_import(node, _dotted(node.module))
+            self._beta_import(node, dotted(node.module))
 
     def enter_loop(self, loop: LoopInfo) -> None:
         if self.ctx.dialect.dialect == STANDALONE and loop.kind in _ALIASES:
             self.report((loop.start, loop.start), f"nl.{loop.kind} is a deprecated alias of Python range in nki 0.3+",
                         labels={"what": "range_iterator", "api": f"nl.{loop.kind}"})
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""

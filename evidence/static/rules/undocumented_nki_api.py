@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from evidence.model import Severity
+from evidence.static.dialect import dotted
 from evidence.static.framework import BETA, STANDALONE, Invalid, Rule
 
 _BETA = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
@@ -64,22 +65,14 @@ class UndocumentedNkiApi(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            self._check(node, _dotted(alias.name))
+            self._check(node, dotted(alias.name))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.module is None or node.relative:
             return
-        module = _dotted(node.module)
+        module = dotted(node.module)
         if module == ROOT and not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
-                self._check(node, f"{module}.{_dotted(alias.name)}")
+                self._check(node, f"{module}.{dotted(alias.name)}")
         else:
             self._check(node, module)
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
