@@ -35,7 +35,7 @@ class UndocumentedNkiApi(Rule):
     the simulator measures (tiles, transfers, dtypes on the device) stands behind the other criteria.
     Only the beta namespace is judged: it is frozen (neuronxcc.nki shipped last in Neuron SDK 2.28),
     while the standalone `nki` package still grows, so a name it lacks today may be a newer release's.
-    Labels: `api` (the missing name).
+    Labels: `api` (the missing names, comma-separated).
 
     Fix: use the documented API (`nl.program_id`, `nl.*` / `nisa.*` ops; docs `nki/api`).
     """
@@ -55,24 +55,27 @@ class UndocumentedNkiApi(Rule):
         Invalid(_BETA + "from neuronxcc.nki import program_id\n@nki.jit\ndef k(a):\n    x = nl.load(a)\n", line=3),
         Invalid(_BETA + "import neuronxcc.nki.ops as ops\n@nki.jit\ndef k(a):\n    x = nl.load(a)\n", line=3),
         Invalid(_BETA + "from neuronxcc.nki.ops import tile_add\n@nki.jit\ndef k(a):\n    x = nl.load(a)\n", line=3),
+        # `affine_range` lives in nki.language: imported from the top level it is a pre-release spelling too
+        Invalid(_BETA + "from neuronxcc.nki import jit, program_id, affine_range\n@nki.jit\ndef k(a):\n"
+                "    x = nl.load(a)\n", line=3),
     ]
 
-    def _check(self, node: cst.CSTNode, dotted: str) -> None:
-        missing = undocumented(dotted)
-        if missing is not None:
-            self.report(node, f"{missing} is in no documented NKI release: no Neuron SDK compiles this import",
-                        labels={"api": missing})
+    def _check(self, node: cst.CSTNode, paths: list[str]) -> None:
+        """One finding per import statement, naming every missing name it imports."""
+        missing = list(dict.fromkeys(m for m in map(undocumented, paths) if m is not None))
+        if missing:
+            names = ", ".join(missing)
+            self.report(node, f"{names} {'is' if len(missing) == 1 else 'are'} in no documented NKI release: no Neuron "
+                        "SDK compiles this import", labels={"api": names})
 
     def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            self._check(node, dotted(alias.name))
+        self._check(node, [dotted(alias.name) for alias in node.names])
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.module is None or node.relative:
             return
         module = dotted(node.module)
         if module == ROOT and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                self._check(node, f"{module}.{dotted(alias.name)}")
+            self._check(node, [f"{module}.{dotted(alias.name)}" for alias in node.names])
         else:
-            self._check(node, module)
+            self._check(node, [module])
