@@ -102,6 +102,6 @@ class Alloc:
             rec = self.state.recorder
             rec.chains.free(self.uid)
             rec.roundings.free(self.uid)
-            rec.precision.free(self.uid)
+            rec.input_precision.free(self.uid)
             if rec.keep:
                 rec.frees.append((len(rec.events), self.uid))

@@ -111,14 +111,14 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
             placement.access(st, c, written)
         st.recorder.chains.write(written, c.ins, is_addition(c.op, p), c.op in COPY_OPS)
         st.recorder.roundings.write(written, c.ins, c.op in COPY_OPS, is_addition(c.op, p), c.op)
-        st.recorder.precision.write(written, c.ins, c.op in COPY_OPS, c.engine == "tensor")
+        st.recorder.input_precision.write(written, c.ins, c.op in COPY_OPS, c.engine == "tensor")
     elif c.out is not None:
         v = p.get("v") if p else None
         v = v if getattr(v, "alloc", None) is not None else None  # a tile (tensor sits above this module)
         if not same and c.op in COPY_OPS:  # binding a fresh result, PSUM accumulation
             st.recorder.chains.write(c.out, c.ins + [v] if v is not None else c.ins, False, True)
             st.recorder.roundings.write(c.out, c.ins + [v] if v is not None else c.ins, True)
-            st.recorder.precision.write(c.out, c.ins + [v] if v is not None else c.ins, True)
+            st.recorder.input_precision.write(c.out, c.ins + [v] if v is not None else c.ins, True)
         seq = st.instr_seq  # no instruction of its own: the tiles it binds are accessed where the last one ran
         for t in (c.out, *c.ins, v):
             if t is not None and t.alloc.live is not None:

@@ -144,7 +144,7 @@ def build_report(st: State) -> Report:
         reduce_length=agg.reduce_len,
         accumulation_depth=st.recorder.chains.longest,
         rounding_depth=st.recorder.roundings.longest,
-        input_dtypes=st.recorder.precision.by_argument(),
+        input_dtypes=st.recorder.input_precision.by_argument(),
     )
 
 

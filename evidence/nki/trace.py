@@ -160,7 +160,7 @@ class Recorder:
     """Collects events (unless told not to keep them), the side tables a scheduler needs, and the aggregate."""
 
     __slots__ = ("events", "agg", "keep", "forwards", "allocs", "frees", "marks", "chains", "roundings",
-                 "precision")
+                 "input_precision")
 
     def __init__(self, keep: bool = True) -> None:
         self.events: list[TraceEvent] = []
@@ -172,7 +172,7 @@ class Recorder:
         self.marks: list[tuple[int, int, str, int, int]] = []  # (position, loop token, kind, iteration, line) per iteration
         self.chains = Chains()  # element-wise accumulation depth per region (kept in every mode: the error model's K)
         self.roundings = Roundings()  # low-precision roundings in sequence per region (the error model's bound)
-        self.precision = InputPrecision()  # dtypes each argument's data is computed in (the device reference's)
+        self.input_precision = InputPrecision()  # dtypes each argument's data is computed in (the device reference's)
 
     def add(self, ev: TraceEvent) -> None:
         if self.keep:
