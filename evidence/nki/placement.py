@@ -35,6 +35,7 @@ from evidence.nki import dtypes
 
 _MAX_WRITES = 64
 _MAX_BLOCKS = 4096  # a tensor with more logical blocks stays unplaced (no reads checked, no writes recorded)
+_MAX_SHARERS = 64  # so does one whose tiles would share bytes with more tiles than this (live or its own)
 _MAX_GATHER = 1 << 22  # elements of a gather resolved per tile; past that, the whole tiles it touches
 PSUM_BANK_BYTES = 2048
 
@@ -108,15 +109,30 @@ def _settle(st, alloc, shape: tuple, pdim: int, where: list, blocks: list) -> No
         return
     site, caller = st.where(), st.caller_in_other_file()
     live = st.placements.setdefault(alloc.buffer, weakref.WeakSet())
-    tiles = []
-    for k, (partition, offset) in enumerate(where):
-        box = (partition, partition + parts, offset, offset + per_partition)
-        p = Placement(alloc.buffer, box, site, caller, alloc.name or "", blocks[k])
-        for other in (*live, *tiles):
-            if _overlap(box, other.box) is not None:
-                p.neighbours.add(other)
-                other.neighbours.add(p)
-        tiles.append(p)
+    tiles = [Placement(alloc.buffer, (partition, partition + parts, offset, offset + per_partition), site, caller,
+                       alloc.name or "", blocks[k]) for k, (partition, offset) in enumerate(where)]
+    # overlaps are found between distinct boxes (a modulo allocator puts thousands of blocks on a few tiles):
+    # comparing every tile with every live one took minutes on a kernel with 2,048-block PSUM tensors
+    old_boxes: dict[Box, list[Placement]] = {}
+    for q in live:
+        old_boxes.setdefault(q.box, []).append(q)
+    new_boxes: dict[Box, list[Placement]] = {}
+    for p in tiles:
+        new_boxes.setdefault(p.box, []).append(p)
+    sharing = {}
+    for box in new_boxes:
+        olds = [q for b, qs in old_boxes.items() if _overlap(box, b) is not None for q in qs]
+        news = [q for b, qs in new_boxes.items() if _overlap(box, b) is not None for q in qs]
+        if len(olds) + len(news) - 1 > _MAX_SHARERS:
+            return  # each read would check hundreds of tiles' writes: left unplaced, as past _MAX_BLOCKS
+        sharing[box] = (olds, news)
+    for box, mine in new_boxes.items():
+        olds, news = sharing[box]
+        for p in mine:
+            p.neighbours.update(olds)
+            p.neighbours.update(q for q in news if q is not p)
+        for q in olds:
+            q.neighbours.update(mine)
     for p in tiles:
         live.add(p)
     itemsize = alloc.data.itemsize if alloc.data is not None else dtypes.itemsize(alloc.dtype)
@@ -241,25 +257,24 @@ def regions(t, placed: Placed) -> list[tuple[Placement, Box]]:
     view holds there. A view that is not of the tensor's storage counts as the whole of every tile."""
     alloc = t.alloc
     base = alloc.data
-    whole = [(p, p.box) for p in placed.tiles]
     if base is None or base.ndim < 2 or not base.flags.c_contiguous or placed.row <= 0:
-        return whole
+        return _whole(placed)
     origin = base.__array_interface__["data"][0]
     if t.adv is not None:
         parent, idx, _, grid = t.locate()
         data = parent.data
         if data is None or parent.alloc is not alloc or math.prod(grid) > _MAX_GATHER:
-            return whole
+            return _whole(placed)
         offsets = np.full(grid, data.__array_interface__["data"][0] - origin, dtype=np.int64)
         for i, stride in zip(idx, data.strides):
             offsets += np.asarray(i, dtype=np.int64) * stride
-        return _element_regions(placed, offsets.ravel(), data.itemsize, base.nbytes) or whole
+        return _element_regions(placed, offsets.ravel(), data.itemsize, base.nbytes) or _whole(placed)
     data = t.data
     if data is None:
-        return whole
+        return _whole(placed)
     start = data.__array_interface__["data"][0] - origin
     if start < 0 or start >= base.nbytes:
-        return whole
+        return _whole(placed)
     tile, row = placed.tile, placed.row
     blk, rem = divmod(start, tile)
     part, byte = divmod(rem, row)
@@ -282,15 +297,20 @@ def regions(t, placed: Placed) -> list[tuple[Placement, Box]]:
             or blocks.max() >= len(placed.tiles):
         # the view's elements wrap across partitions or tiles: place them element by element
         if data.size > _MAX_GATHER:
-            return whole
+            return _whole(placed)
         offsets = np.full(data.shape, start, dtype=np.int64)
         for k, (n, stride) in enumerate(zip(data.shape, data.strides)):
             shape = [1] * data.ndim
             shape[k] = n
             offsets += (np.arange(n, dtype=np.int64) * stride).reshape(shape)
-        return _element_regions(placed, offsets.ravel(), data.itemsize, base.nbytes) or whole
+        return _element_regions(placed, offsets.ravel(), data.itemsize, base.nbytes) or _whole(placed)
     box = (part + p_lo, part + p_hi + 1, lo, hi)
     return [(placed.tiles[b], _physical(placed, placed.tiles[b], box)) for b in dict.fromkeys(blocks.tolist())]
+
+
+def _whole(placed: Placed) -> list[tuple[Placement, Box]]:
+    """Every tile of the tensor, whole (built only when needed: a block tensor has thousands of tiles)."""
+    return [(p, p.box) for p in placed.tiles]
 
 
 def _element_regions(placed: Placed, offsets: np.ndarray, itemsize: int, nbytes: int):

@@ -192,3 +192,20 @@ def test_a_psum_tile_rewritten_in_pieces_after_another_used_its_bank_is_not_repo
     found = _overlaps(simulate(mod.rounds, x, skip=True))
     assert [f.line for f in found] == [22], found
     assert "bytes 384-511" in found[0].message, found[0].message  # the missing piece: columns 96-127 of fp32
+
+
+def test_a_tensor_whose_tiles_hundreds_share_stays_unplaced_and_its_neighbours_keep_working():
+    """Each read of a placed tile checks the writes of every tile sharing its bytes: with a modulo allocator
+    rotating thousands of blocks over a few tiles that made a simulation minutes long (a public pipelined
+    attention with 2,048-block PSUM tensors went from 27 s to a 120 s timeout). Past `_MAX_SHARERS` tiles on the
+    same bytes the tensor stays unplaced, as one past `_MAX_BLOCKS` does; the values are unaffected."""
+    from evidence.nki.placement import _MAX_SHARERS
+
+    n = 160  # two tiles, each shared by 80 blocks
+    assert _MAX_SHARERS < n // 2
+    x = RNG.standard_normal((n, 128, 8)).astype(np.float32)
+    mod = load_kernel(SBUF_ROTATION, display="rotation.py")
+    sim = simulate(mod.block_sum, x, tiles=2)
+    np.testing.assert_allclose(sim.outputs[0], x.sum(0), rtol=1e-4, atol=1e-4)
+    assert _overlaps(sim) == []  # not placed: not checked
+    assert _overlaps(simulate(mod.block_sum, x[:4], tiles=2))  # a few blocks on the same tiles still are
