@@ -10,6 +10,7 @@ compile is not analysed: `nesting_error` says why in one line naming file:line, 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -26,13 +27,20 @@ def nesting_error(source: str, file: str) -> str | None:
         return (f"{file}:{line}: brackets nested {depth} deep, more than the {MAX_BRACKETS} Python compiles: "
                 "not analysed")
     try:
-        ast.parse(source)
+        parsed(source)
     except RecursionError:
         return (f"{file}:{_longest_line(source)}: an expression nested deeper than Python compiles (about 3,000 "
                 "levels): not analysed")
     except (SyntaxError, ValueError):
         pass
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def parsed(source: str) -> ast.Module:
+    """`ast.parse(source)`, kept for the few files analysed at once: the nesting check and the engine's
+    positions (`positions.AstLines`) read the same tree instead of parsing each file twice. Read-only."""
+    return ast.parse(source)
 
 
 def _bracket_depth(source: str) -> tuple[int, int]:

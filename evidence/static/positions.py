@@ -18,6 +18,8 @@ import dataclasses
 
 import libcst as cst
 
+from evidence.static.nesting import parsed
+
 TRACKED: dict[type, tuple[type, ...]] = {
     cst.Call: (ast.Call,), cst.BinaryOperation: (ast.BinOp,), cst.For: (ast.For, ast.AsyncFor),
     cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef), cst.If: (ast.If,), cst.While: (ast.While,),
@@ -32,7 +34,7 @@ _AST_TO_CST = {a: c for c, group in TRACKED.items() for a in group}
 class AstLines:
     def __init__(self, source: str) -> None:
         spans: dict[type, list[tuple[int, int, int, int]]] = {c: [] for c in TRACKED}
-        for node in ast.walk(ast.parse(source)):
+        for node in ast.walk(parsed(source)):
             c = _AST_TO_CST.get(type(node))
             if c is not None:
                 spans[c].append((node.lineno, node.col_offset, -(node.end_lineno or node.lineno),
