@@ -16,12 +16,17 @@ tile's values are dead: its bytes may be written by another tile as long as it d
 before writing them itself (the documented double buffering: block `i + 2` loaded after block `i` was
 consumed).
 
-Each physical tile (`Placement`) keeps its writes as boxes in the buffer's address space (partitions x bytes
-within a partition) with the instruction that made them (`State.instr_seq`). A read of a placed tile is
-reported (`overlapping_placement`) when, for bytes it reads, its own last write came before another tile's
-write to those bytes: the read sees the other tile's values on hardware. The histories are boxes, not
-elements: per tile at most `_MAX_WRITES` boxes are kept (past that, their bounding box at the latest write),
-so a write through a view that is not a box counts as writing its bounding box within each tile it touches.
+Tiles on the same bytes share a `Slot` (one per distinct physical box of a buffer; slots whose boxes
+overlap without being equal are linked). Each slot keeps, per byte box, the last tile that wrote it, with
+the instruction that did (`State.instr_seq`): a write replaces what it covers in its slot and in the slots
+linked to it. A read of a placed tile is reported (`overlapping_placement`) when bytes it reads were last
+written by another live tile, after the read tile's own last write to them: the read sees the other tile's
+values on hardware. So a read looks only at the writes to its own bytes, however many blocks a modulo
+allocator rotates over them (a public pipelined attention puts 2,048-block PSUM tensors on 8 banks). Each
+tile's own writes are kept too, for the message: per tile at most `_MAX_WRITES` boxes (past that, their
+bounding box at the latest write). The histories are boxes, not elements: a write through a view that is
+not a box counts as writing its bounding box within each tile it touches, and a slot whose history splits
+into more than `_MAX_PIECES` boxes stops being checked (nothing is reported from it).
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from evidence.nki import dtypes
 
 _MAX_WRITES = 64
 _MAX_BLOCKS = 4096  # a tensor with more logical blocks stays unplaced (no reads checked, no writes recorded)
-_MAX_SHARERS = 64  # so does one whose tiles would share bytes with more tiles than this (live or its own)
+_MAX_LINKED = 256  # so does one whose tile would overlap more distinct boxes than this without equalling them
+_MAX_PIECES = 256  # boxes of one slot's last-writer history; past that the slot is no longer checked
 _MAX_GATHER = 1 << 22  # elements of a gather resolved per tile; past that, the whole tiles it touches
 PSUM_BANK_BYTES = 2048
 
@@ -45,18 +51,51 @@ Box = tuple  # (partition lo, partition hi, byte lo, byte hi), half-open, in the
 class Placement:
     """One physical tile: a tensor placed by `address=`, or one logical block of a directly allocated one."""
 
-    __slots__ = ("buffer", "box", "neighbours", "writes", "site", "caller", "name", "block", "__weakref__")
+    __slots__ = ("buffer", "box", "slot", "writes", "site", "caller", "name", "block", "__weakref__")
 
     def __init__(self, buffer: str, box: Box, site: tuple, caller: tuple | None, name: str,
                  block: tuple | None = None) -> None:
         self.buffer = buffer
         self.box = box
-        self.neighbours: weakref.WeakSet = weakref.WeakSet()  # live tiles sharing bytes with this one
+        self.slot: Slot | None = None  # the bytes it sits on, shared with every tile on them
         self.writes: dict[Box, tuple[int, tuple]] = {}  # box written -> (instruction, file:line) of the last write
         self.site = site  # file:line that created the tensor
         self.caller = caller  # file:line in another file that called the code creating it (an allocator), or None
         self.name = name  # the tensor's name
         self.block = block  # the logical block index this tile holds (directly allocated block tensors)
+
+
+class Slot:
+    """The tiles placed on one box of a buffer, the slots overlapping it, and who last wrote its bytes."""
+
+    __slots__ = ("box", "tiles", "linked", "last", "lost")
+
+    def __init__(self, box: Box) -> None:
+        self.box = box
+        self.tiles: weakref.WeakSet = weakref.WeakSet()  # the live tiles on this box
+        self.linked: list[Slot] = []  # slots whose boxes overlap this one without being equal
+        self.last: dict[Box, tuple] = {}  # disjoint boxes -> (weakref to the tile, instruction, file:line) of the last write
+        self.lost = False  # the history outgrew _MAX_PIECES: reads here are no longer checked
+
+    def shared(self) -> bool:
+        return len(self.tiles) > 1 or bool(self.linked)
+
+    def wrote(self, box: Box, ref, seq: int, line: tuple) -> None:
+        """`box` (within this slot or not) was written by the tile `ref` at instruction `seq`."""
+        mine = _overlap(box, self.box)
+        if mine is None or self.lost:
+            return
+        last = {}
+        for b, v in self.last.items():
+            if _overlap(b, mine) is None:
+                last[b] = v
+            else:
+                for piece in _subtract(b, mine):
+                    last[piece] = v
+        last[mine] = (ref, seq, line)
+        if len(last) > _MAX_PIECES:
+            self.lost, last = True, {}
+        self.last = last
 
 
 class Placed:
@@ -108,33 +147,29 @@ def _settle(st, alloc, shape: tuple, pdim: int, where: list, blocks: list) -> No
     if per_partition <= 0 or any(len(w) != 2 or w[0] < 0 or w[1] < 0 for w in where):
         return
     site, caller = st.where(), st.caller_in_other_file()
-    live = st.placements.setdefault(alloc.buffer, weakref.WeakSet())
+    slots: dict[Box, Slot] = st.placements.setdefault(alloc.buffer, {})
     tiles = [Placement(alloc.buffer, (partition, partition + parts, offset, offset + per_partition), site, caller,
                        alloc.name or "", blocks[k]) for k, (partition, offset) in enumerate(where)]
-    # overlaps are found between distinct boxes (a modulo allocator puts thousands of blocks on a few tiles):
-    # comparing every tile with every live one took minutes on a kernel with 2,048-block PSUM tensors
-    old_boxes: dict[Box, list[Placement]] = {}
-    for q in live:
-        old_boxes.setdefault(q.box, []).append(q)
-    new_boxes: dict[Box, list[Placement]] = {}
+    for box in list(slots):
+        if not slots[box].tiles:  # every tile on it is gone: a tile placed there later starts a fresh history
+            dead = slots.pop(box)
+            for other in dead.linked:
+                other.linked.remove(dead)
+    fresh = {p.box: Slot(p.box) for p in tiles if p.box not in slots}
+    # a modulo allocator puts thousands of blocks on a few boxes: slots are linked between distinct boxes
+    for box, slot in fresh.items():
+        slot.linked = [q for b, q in slots.items() if _overlap(box, b) is not None]
+        slot.linked += [q for b, q in fresh.items() if b != box and _overlap(box, b) is not None]
+        if len(slot.linked) > _MAX_LINKED:
+            return  # each write would update hundreds of histories: left unplaced, as past _MAX_BLOCKS
+    for box, slot in fresh.items():
+        for q in slot.linked:
+            if q.box not in fresh:
+                q.linked.append(slot)
+        slots[box] = slot
     for p in tiles:
-        new_boxes.setdefault(p.box, []).append(p)
-    sharing = {}
-    for box in new_boxes:
-        olds = [q for b, qs in old_boxes.items() if _overlap(box, b) is not None for q in qs]
-        news = [q for b, qs in new_boxes.items() if _overlap(box, b) is not None for q in qs]
-        if len(olds) + len(news) - 1 > _MAX_SHARERS:
-            return  # each read would check hundreds of tiles' writes: left unplaced, as past _MAX_BLOCKS
-        sharing[box] = (olds, news)
-    for box, mine in new_boxes.items():
-        olds, news = sharing[box]
-        for p in mine:
-            p.neighbours.update(olds)
-            p.neighbours.update(q for q in news if q is not p)
-        for q in olds:
-            q.neighbours.update(mine)
-    for p in tiles:
-        live.add(p)
+        p.slot = slots[p.box]
+        p.slot.tiles.add(p)
     itemsize = alloc.data.itemsize if alloc.data is not None else dtypes.itemsize(alloc.dtype)
     row = itemsize * int(math.prod(shape[pdim + 1:]))
     alloc.placement = Placed(tiles, row * parts, row)
@@ -148,7 +183,7 @@ def access(st, c, written) -> None:
         placed = t.alloc.placement
         if placed is not None:
             for p, box in regions(t, placed):
-                if p.neighbours:
+                if p.slot.shared():
                     _check_read(st, p, box, seq)
     if written is None or written.alloc.placement is None:
         return
@@ -167,7 +202,7 @@ def bind(st, c) -> None:
 
 def _write(st, t, reads_old: bool, seq: int) -> None:
     for p, box in regions(t, t.alloc.placement):
-        if reads_old and p.neighbours:
+        if reads_old and p.slot.shared():
             _check_read(st, p, box, seq)  # a matmul adds onto what its PSUM destination holds
         _record_write(st, p, box, seq)
 
@@ -179,36 +214,43 @@ def _accumulates(c) -> bool:
 
 
 def _record_write(st, p: Placement, box: Box, seq: int) -> None:
+    line = st.where()
     writes = p.writes
     writes.pop(box, None)  # re-inserted last: the dict stays in write order
-    writes[box] = (seq, st.where())
+    writes[box] = (seq, line)
     if len(writes) > _MAX_WRITES:
         bound = (min(b[0] for b in writes), max(b[1] for b in writes), min(b[2] for b in writes),
                  max(b[3] for b in writes))
-        p.writes = {bound: (seq, writes[box][1])}
+        p.writes = {bound: (seq, line)}
+    slot = p.slot
+    if slot.shared():
+        ref = weakref.ref(p)
+        slot.wrote(box, ref, seq, line)
+        for other in slot.linked:
+            other.wrote(box, ref, seq, line)
 
 
 def _check_read(st, p: Placement, box: Box, seq: int) -> None:
-    """Report a read of `box` of placement `p` at instruction `seq` whose bytes another placement wrote after
-    `p` last wrote them (both writes before this instruction)."""
-    for other in list(p.neighbours):
-        for obox, (t, oline) in other.writes.items():
-            if t >= seq:
-                continue
-            clash = _overlap(box, obox)
-            if clash is None:
-                continue
-            left = [clash]
-            for b2, (w2, _) in p.writes.items():
-                if w2 > t and left:
-                    left = [piece for q in left for piece in _subtract(q, b2)]
-            if not left:
-                continue  # rewritten since the other tensor wrote there (in one piece or several): its old values were dead
-            for piece in left:
-                mine = _last_write_before(p, piece, t)
-                if mine is not None:
-                    st.finding("overlapping_placement", _message(p, other, piece, mine[1], oline), "high")
-                    return
+    """Report a read of `box` of placement `p` at instruction `seq` whose bytes another live placement wrote
+    last, after `p` last wrote them (both writes before this instruction). The message names that placement
+    (whose values the read sees on hardware); of several, the one that wrote first."""
+    slot = p.slot
+    if slot.lost:
+        return
+    found = None
+    for obox, (ref, t, oline) in slot.last.items():
+        other = ref()
+        if other is None or other is p or t >= seq or (found is not None and t >= found[0]):
+            continue
+        clash = _overlap(box, obox)
+        if clash is None:
+            continue
+        mine = _last_write_before(p, clash, t)
+        if mine is not None:
+            found = (t, other, clash, mine[1], oline)
+    if found is not None:
+        _, other, clash, wline, oline = found
+        st.finding("overlapping_placement", _message(p, other, clash, wline, oline), "high")
 
 
 def _last_write_before(p: Placement, clash: Box, t: int):
