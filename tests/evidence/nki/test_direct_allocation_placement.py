@@ -209,3 +209,24 @@ def test_a_rotation_of_hundreds_of_blocks_over_two_tiles_is_checked_at_the_read_
     # the tile whose values the read sees on hardware is named: the last of the 79 blocks written over block 0
     assert "block (0,)" in found[0].message and "block (158,)" in found[0].message, found[0].message
     assert _overlaps(simulate(mod.block_sum, x, tiles=2, fused=True)) == []  # each consumed before its tile returns
+
+
+def test_a_slot_history_split_past_its_bound_stops_checking_instead_of_guessing():
+    """A slot keeps its last writers as disjoint boxes; writes that split it into more than `_MAX_PIECES`
+    boxes (byte-by-byte writes across partitions) end the checking of that slot rather than merging boxes,
+    which could name a tile as the last writer of bytes it never wrote (a false high finding)."""
+    import weakref
+
+    from evidence.nki.placement import _MAX_PIECES, Placement, Slot
+
+    slot = Slot((0, 128, 0, 4096))
+    a = Placement("sbuf", slot.box, ("k.py", 1), None, "a")
+    b = Placement("sbuf", slot.box, ("k.py", 2), None, "b")
+    slot.wrote(slot.box, weakref.ref(a), 1, ("k.py", 3))
+    slot.wrote((0, 128, 0, 8), weakref.ref(b), 2, ("k.py", 4))
+    assert sorted(slot.last) == [(0, 128, 0, 8), (0, 128, 8, 4096)]  # b over a's first 8 bytes, a keeps the rest
+    for i in range(_MAX_PIECES):
+        slot.wrote((i % 128, i % 128 + 1, 16 + 8 * i, 20 + 8 * i), weakref.ref(b), 3 + i, ("k.py", 5))
+    assert slot.lost and slot.last == {}
+    slot.wrote(slot.box, weakref.ref(a), 10_000, ("k.py", 6))
+    assert slot.last == {}  # stays lost for the rest of the run
