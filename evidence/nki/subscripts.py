@@ -406,13 +406,15 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
                 keep.append(i)  # an integer on a tile's partition/free axis keeps it as a unit axis: x[:, 0] is [P, 1]
         elif isinstance(k, slice):
             start, stop = k.start, k.stop
-            if (stop is not None and stop > n) or (start is not None and start > n):
+            last = _last_reached(k)
+            if (last is not None and last >= n) or (start is not None and start > n):
                 grids = _slices_as_grids(t, key)
                 if grids is not None:
                     return _advanced(t, grids)
                 raise _state.current().error(
                     "err_tensor_access_out_of_bound",
-                    f"index range [{start or 0}, {stop}] exceed dimension size of {n} (axis {i})",
+                    f"index range [{start or 0}, {stop if last is None else last}] exceed dimension size of {n} "
+                    f"(axis {i})",
                 )
             if i == t.pdim and t.alloc.buffer in ONCHIP and t.data is t.alloc.data and (start or k.step not in (None, 1)):
                 pstart = _partition_start_rule(t, k, n)
@@ -432,6 +434,17 @@ def _basic(t: Tensor, key: tuple) -> Tensor:
     if t.data is t.alloc.data and data.size:
         v.box = _basic_box(key, shape)
     return v
+
+
+def _last_reached(k: slice) -> int | None:
+    """The last index a slice with a stop reaches (`a:b:s` reaches a + (count - 1) * s, not b - 1 when s > 1),
+    None for an open slice. A strided slice's stop may run past the axis end while every element it
+    takes is inside (conv windows `blk[:, off:off + w * stride:stride]`): that is no out-of-bounds access."""
+    if k.stop is None:
+        return None
+    start, step = k.start or 0, 1 if k.step is None else k.step
+    count = len(range(start, k.stop, step)) if start >= 0 and k.stop >= 0 and step > 1 else 0
+    return start + (count - 1) * step if count else k.stop - 1  # unit steps (and the rest): b - 1, as before
 
 
 def _basic_box(key: tuple, shape: tuple[int, ...]) -> tuple | None:

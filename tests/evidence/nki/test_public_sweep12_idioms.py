@@ -1,0 +1,77 @@
+"""What the twelfth public-kernel sweep found mishandled, each on a kernel written for the test."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evidence.nki import load_kernel, simulate
+from evidence.nki.errors import SimulationError
+
+RNG = np.random.default_rng(112)
+
+# A strided window over a row loaded with its halo (a convolution along W with stride 2): the slice's stop,
+# start + width * stride, runs one past the row, but the last element it takes, start + (width - 1) * stride,
+# is inside. Both dialects; the beta one also with a unit-stride slice that truly runs past the row.
+STRIDED_WINDOW = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def every_other_from(x, offset):
+    P, F = x.shape
+    width = (F - offset + 1) // 2
+    out = nl.ndarray((P, width), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x)
+    res = nl.ndarray((P, width), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=row[:, offset:offset + width * 2:2])
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+@nki.jit
+def unit_stride_past_end(x):
+    P, F = x.shape
+    out = nl.ndarray((P, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x)
+    res = nl.ndarray((P, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=row[:, F - 4:F + 4])
+    nisa.dma_copy(dst=out, src=res)
+    return out
+'''
+
+BETA_STRIDED_WINDOW = '''
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def every_other_from(x, offset):
+    P, F = x.shape
+    width = (F - offset + 1) // 2
+    out = nl.ndarray((P, width), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.load(x)
+    nl.store(out, value=nl.copy(row[:, offset:offset + width * 2:2]))
+    return out
+'''
+
+
+@pytest.mark.parametrize("source", [STRIDED_WINDOW, BETA_STRIDED_WINDOW], ids=["nki", "beta"])
+@pytest.mark.parametrize("offset", [1, 2])
+def test_strided_slice_whose_stop_passes_the_end_takes_only_elements_inside(source, offset):
+    x = RNG.standard_normal((64, 33)).astype(np.float32)  # offset 1: 16 taken, stop 33 = F; offset 2: stop 34
+    sim = simulate(load_kernel(source, display="window.py").every_other_from, x, offset)
+    np.testing.assert_array_equal(sim.outputs[0], x[:, offset::2])
+
+
+def test_slice_reaching_past_the_end_still_stops_with_the_last_index_named():
+    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    with pytest.raises(SimulationError) as err:
+        simulate(load_kernel(STRIDED_WINDOW, display="window.py").unit_stride_past_end, x)
+    assert err.value.code == "err_tensor_access_out_of_bound"
+    assert "index range [28, 35] exceed dimension size of 32" in str(err.value)
+
