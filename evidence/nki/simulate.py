@@ -81,14 +81,22 @@ def _mutable_params(func) -> set[str]:
 
 
 def _kernel_line(exc: BaseException, files: dict[str, str]) -> tuple[str | None, int]:
-    where = (None, 0)
+    """The innermost kernel-file line of the traceback. A failed assertion inside an assertion helper
+    (nki-library's `kernel_assert(cond, msg)`, `assert_shape`, ...) is placed at the helper's caller: the
+    helper's own `assert` line says nothing about which check of the kernel failed."""
+    frames = []
     tb = exc.__traceback__
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
         if name in files:
-            where = (files[name], tb.tb_lineno)
+            frames.append((files[name], tb.tb_lineno, tb.tb_frame.f_code.co_name))
         tb = tb.tb_next
-    return where
+    if not frames:
+        return None, 0
+    if isinstance(exc, AssertionError):
+        while len(frames) > 1 and "assert" in frames[-1][2].lower():
+            frames.pop()
+    return frames[-1][0], frames[-1][1]
 
 
 def _inner_site(exc: BaseException, files: dict[str, str]) -> str:

@@ -75,3 +75,47 @@ def test_slice_reaching_past_the_end_still_stops_with_the_last_index_named():
     assert err.value.code == "err_tensor_access_out_of_bound"
     assert "index range [28, 35] exceed dimension size of 32" in str(err.value)
 
+
+# A shape check through an assertion helper, as nki-library writes them (`kernel_assert(cond, msg)` wraps a bare
+# `assert`), beside a bare assert in the kernel body: the error names the line of the check that failed.
+CHECKED = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def kernel_assert(condition, error_text):
+    assert condition, f"Kernel validation exception: {error_text}"
+
+
+def reserve(budget, nbytes):
+    kernel_assert(nbytes <= budget, "Heap out of memory")
+    return budget - nbytes
+
+
+@nki.jit
+def copy_rows(x, budget):
+    P, F = x.shape
+    reserve(budget, F * 4)
+    assert P <= 128, "too many rows"
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def _line_of(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def test_failed_assertion_helper_is_placed_at_the_check_that_called_it():
+    mod = load_kernel(CHECKED, display="checked.py")
+    with pytest.raises(SimulationError) as err:
+        simulate(mod.copy_rows, np.zeros((64, 64), np.float32), 100)
+    assert err.value.code == "python_error" and "Heap out of memory" in str(err.value)
+    assert err.value.line == _line_of(CHECKED, 'kernel_assert(nbytes <= budget')
+    with pytest.raises(SimulationError) as err:
+        simulate(mod.copy_rows, np.zeros((130, 8), np.float32), 100)
+    assert err.value.line == _line_of(CHECKED, 'assert P <= 128')  # a bare assert stays where it is
