@@ -410,7 +410,13 @@ class Tensor(TensorOperators, HostAccessGuard):
         probe = [(v, b) for v, b in ((self.data, base), (self.stamp, self.alloc.stamp), (self.lmask, self.alloc.lmask))
                  if v is not None and b is not None and not (st.trace_only and b is base)]
         start = int(offset) + (access_pattern.start_of(*probe[0]) if probe else 0)
-        row = int(np.prod(self.alloc.shape[int(indirect_dim) + 1:], dtype=np.int64))
+        # the indirect dimension is one of this view's (a `.reshape((n,))` of a [B, L, C] tensor indexes elements,
+        # as nki-library's deformable attention gathers by element offset): its stride counts an offset's step
+        view = probe[0][0] if probe else None
+        if view is not None and view.ndim > int(indirect_dim) and view.itemsize:
+            row = view.strides[int(indirect_dim)] // view.itemsize
+        else:
+            row = int(np.prod(self.alloc.shape[int(indirect_dim) + 1:], dtype=np.int64))
         if scalar_offset is not None:
             start += _scalar(scalar_offset) * row
         size = int(np.prod(self.alloc.shape, dtype=np.int64))

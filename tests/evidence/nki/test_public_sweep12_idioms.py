@@ -119,3 +119,38 @@ def test_failed_assertion_helper_is_placed_at_the_check_that_called_it():
     with pytest.raises(SimulationError) as err:
         simulate(mod.copy_rows, np.zeros((130, 8), np.float32), 100)
     assert err.value.line == _line_of(CHECKED, 'assert P <= 128')  # a bare assert stays where it is
+
+
+# Indirect DMA by element offset, as nki-library's deformable attention gathers sampled values: the table is
+# viewed as 1-D (`.reshape((n,))`), so an offset counts elements, not rows of the [rows, C] allocation; and an
+# offset tile of several columns feeds the pattern's rows column by column (row j * 128 + p takes offsets[p, j]).
+GATHER = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def gather_by_element_offset(table, offsets):
+    R, C = table.shape
+    P, J = offsets.shape
+    out = nl.ndarray((C, J * P), dtype=table.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, J), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=offsets)
+    got = nl.ndarray((C, J * P), dtype=table.dtype, buffer=nl.sbuf)
+    flat = table.reshape((R * C,))
+    nisa.dma_transpose(dst=got, src=flat.ap(pattern=[[C, J * P], [1, C]], offset=0, vector_offset=idx,
+                                            indirect_dim=0), axes=(1, 0))
+    nisa.dma_copy(dst=out, src=got)
+    return out
+'''
+
+
+@pytest.mark.parametrize("columns", [1])
+def test_vector_offsets_count_elements_of_a_reshaped_view_column_by_column(columns):
+    rows, width = 40, 16
+    table = RNG.standard_normal((rows, width)).astype(np.float32)
+    offsets = (RNG.integers(0, rows, (128, columns)) * width).astype(np.uint32)  # element offsets of row starts
+    sim = simulate(load_kernel(GATHER, display="gather.py").gather_by_element_offset, table, offsets)
+    order = offsets.T.reshape(-1) // width  # column j's 128 offsets, then column j + 1's
+    np.testing.assert_array_equal(sim.outputs[0], table[order].T)
