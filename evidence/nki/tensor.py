@@ -423,7 +423,10 @@ class Tensor(TensorOperators, HostAccessGuard):
         if vector_offset is not None:
             if int(indirect_dim) != 0:
                 raise st.error("err_invalid_access_pattern", "a vector_offset indexes dimension 0 only")
-            rows = vector_offset.as_index().reshape(-1) if isinstance(vector_offset, Tensor) else np.asarray(vector_offset)
+            rows = vector_offset.as_index() if isinstance(vector_offset, Tensor) else np.asarray(vector_offset)
+            # a [P, F] offset tile supplies its offsets column by column (one 128-partition vector per free
+            # position): row j * P + p of the pattern takes offsets[p, j]
+            rows = np.moveaxis(rows, 0, -1).reshape(-1) if rows.ndim > 1 else rows.reshape(-1)
             if rows.size != shape[0]:
                 raise st.error("err_invalid_access_pattern", f"vector_offset holds {rows.size} rows for "
                                f"{shape[0]} partitions")

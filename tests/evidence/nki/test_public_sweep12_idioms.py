@@ -146,7 +146,7 @@ def gather_by_element_offset(table, offsets):
 '''
 
 
-@pytest.mark.parametrize("columns", [1])
+@pytest.mark.parametrize("columns", [1, 3])
 def test_vector_offsets_count_elements_of_a_reshaped_view_column_by_column(columns):
     rows, width = 40, 16
     table = RNG.standard_normal((rows, width)).astype(np.float32)
