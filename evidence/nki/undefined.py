@@ -62,10 +62,21 @@ def taint(st, view, value, mask) -> None:
             "uninitialised data read here (never-written memory, or the masked-out part of a masked "
             "instruction's result: NaN in simulation, garbage on hardware) reaches HBM tensor "
             f"{alloc.name + ' ' if alloc.name else ''}{list(alloc.shape)} written at {file}:{line}; "
-            "mask the read or the store",
+            "mask the read or the store" + _spmd_note(st),
             "high",
             at=st.read_origin,
         )
+
+
+def _spmd_note(st) -> str:
+    """Instances of an SPMD grid run in order here, so shared HBM a later instance writes (a cross-core reduction's
+    other half) is still unwritten when an earlier one reads it: say so, since the fix is then a barrier, not a mask."""
+    n = int(np.prod(st.grid)) if st.grid else 1
+    if n < 2 or st._spmd_flat() == n - 1:
+        return ""
+    return (f" (SPMD instance {list(st.program_id)} of a grid of {list(st.grid)}, the instances run in order: data a "
+            "later instance writes is unwritten here, and on hardware nothing orders that write before this read "
+            "unless a barrier does)")
 
 
 def index_values(k) -> np.ndarray:

@@ -154,3 +154,50 @@ def test_vector_offsets_count_elements_of_a_reshaped_view_column_by_column(colum
     sim = simulate(load_kernel(GATHER, display="gather.py").gather_by_element_offset, table, offsets)
     order = offsets.T.reshape(-1) // width  # column j's 128 offsets, then column j + 1's
     np.testing.assert_array_equal(sim.outputs[0], table[order].T)
+
+
+# A cross-core reduction without a barrier (the deformable backward sums every core's partial buffers at its end):
+# instance 0, run first, reads the half instance 1 has not written yet. The finding says so; a read of scratch no
+# instance ever writes, in a one-instance run, keeps the plain message.
+HALVES = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def halves_then_sum(x):
+    out = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    part = nl.ndarray((2, 64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0)
+    t = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[i])
+    nisa.dma_copy(dst=part[i], src=t)
+    nisa.dma_compute(dst=out, srcs=[part[0], part[1]], reduce_op=nl.add)
+    return out
+
+
+@nki.jit
+def reads_scratch(x):
+    out = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=scratch)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def _uninitialized(sim) -> list[str]:
+    return [f.message for f in sim.report.findings if f.code == "uninitialized_read"]
+
+
+def test_read_before_another_spmd_instance_writes_is_named_as_such():
+    mod = load_kernel(HALVES, display="halves.py")
+    x = RNG.standard_normal((2, 64, 32)).astype(np.float32)
+    sim = simulate(mod.halves_then_sum, x, grid=(2,))
+    np.testing.assert_allclose(sim.outputs[0], x[0] + x[1], rtol=1e-6)  # the last instance's sum is right
+    (msg,) = _uninitialized(sim)
+    assert "SPMD instance [0] of a grid of [2]" in msg and "barrier" in msg
+    (plain,) = _uninitialized(simulate(mod.reads_scratch, x[0]))
+    assert "SPMD" not in plain
