@@ -30,12 +30,14 @@ class PsumAccumulateNotInplace(Rule):
     data2=part, op=nl.add)`. Not when that tile is itself an accumulation group (its nc_matmul sits
     in a loop of more than one step that does not re-create it): adding one PSUM group per K block
     into SBUF is the blocked-matmul pattern for outputs larger than PSUM, one VectorE add per group.
-    Nor when the products come from different PE column tiles (`tile_position` whose column offset
-    moves with a loop, or matmuls of the function on more than one column offset): each column tile
-    writes its own PSUM partitions, so their partial sums cannot share an accumulation group and
-    must be merged by adds (router top-k with column tiling for few tokens). A product tile created
-    afresh in that loop over more steps than there are column tiles (or an unknown number) is still
-    reported: steps on the same column tile could have accumulated.
+    Nor when the add merges partial sums of different PE column tiles (`tile_position` whose column
+    offset moves with a loop, or a product of one column offset added into a tile that already holds
+    another column tile's partial sum): each column tile writes its own PSUM partitions, so their
+    partial sums cannot share an accumulation group and must be merged by adds (router top-k with
+    column tiling for few tokens). The exemption is per add, not per function: another add of the same
+    function accumulating one column tile's per-step products is still reported, as is a product tile
+    created afresh in a loop over more steps than there are column tiles (or an unknown number): steps
+    on the same column tile could have accumulated.
 
     Labels: `accumulator` = psum | sbuf | unknown (an SBUF accumulator evicts every partial product
     from PSUM as well); metric `accumulation_steps` (the trip count of the loops it accumulates over).
@@ -101,7 +103,8 @@ class PsumAccumulateNotInplace(Rule):
         super().__init__(engine)
         self._products: set[str] = set()  # standalone: tiles a dst-first nc_matmul wrote (one product each)
         self._column_of: dict = {}  # matmul call node id / product name -> its PE column tile (_column)
-        self._offsets: set[str] = set()  # the fixed column offsets the function's matmuls use
+        # tile name -> the PE column tiles whose partial sums it holds (copied or added into it)
+        self._holds: dict[str, frozenset] = {}
 
     def on_call(self, call: CallInfo) -> None:
         if any(lp.trip == 0 for lp in call.loops):
@@ -122,17 +125,19 @@ class PsumAccumulateNotInplace(Rule):
             else:
                 self._products.discard(name)
             return
+        sources = {root_name(a.value) for a in call.node.args[1:]} - {None}
         if call.name == "nisa.tensor_tensor" and name and _is_add(self.ctx, call.arg(3, "op")):
             operands = {root_name(call.arg(1, "data1")), root_name(call.arg(2, "data2"))}
-            added = {p for p in (operands - {name}) & self._products if not self._column_partial(p)}
+            added = {p for p in (operands - {name}) & self._products if not self._column_partial(p, name)}
             if name in operands and added:
                 t = self.ctx.value(dst)
                 buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
                 self.report(call.node, f"matmul product added into '{name}' by nisa.tensor_tensor instead of "
                             "accumulating with nisa.nc_matmul into one PSUM tile",
                             metrics={"extra_vector_adds_per_step": 1}, labels={"accumulator": buffer})
-        elif name:
+        if name:
             self._products.discard(name)
+            self._hold(name, sources, keep=True)  # a dst-first write (copy, add, activation) into part of the tile
 
     def _accumulation_group(self, call: CallInfo, dst: cst.BaseExpression, name: str) -> bool:
         """Does this nc_matmul accumulate several steps into `name`: is it inside a loop of more than
@@ -164,29 +169,54 @@ class PsumAccumulateNotInplace(Rule):
         value = self.ctx.value(pos)
         if isinstance(value, tuple) and len(value) == 2:  # `tile_position=position`, a name bound to a pair
             value = value[1]
-        offset = repr(value) if isinstance(value, int) else cst.Module([]).code_for_node(pos)
-        self._offsets.add(offset)
-        return offset
+        return repr(value) if isinstance(value, int) else cst.Module([]).code_for_node(pos)
 
-    def _column_partial(self, product) -> bool:
-        """Is `product` (a name, or a matmul call node) a partial sum of a PE column tile that other column tiles
-        complement: its column offset moves with a loop, or the function's matmuls use several offsets?"""
+    def _column_partial(self, product, accumulator: str | None) -> bool:
+        """Does adding `product` (a name, or a matmul call node) into `accumulator` merge partial sums of
+        different PE column tiles: its column offset moves with a loop, or the accumulator holds partial sums of
+        other column tiles and none of the product's own (one that it holds could have accumulated with this
+        product in PSUM)? Per add: another column merge elsewhere in the function exempts nothing here."""
         column = self._column_of.get(product if isinstance(product, str) else id(product))
-        return column == "varies" or (column is not None and len(self._offsets) > 1)
+        if column == "varies":
+            return True
+        held = self._holds.get(accumulator, frozenset())
+        return column is not None and bool(held) and column not in held
+
+    def _columns(self, name: str) -> frozenset:
+        """The PE column tiles whose partial sums the tile `name` holds (its own, as a product, included)."""
+        own = self._column_of.get(name)
+        return self._holds.get(name, frozenset()) | ({own} if own is not None else set())
+
+    def _hold(self, target: str, names, keep: bool) -> None:
+        """`target` now holds the column partial sums of `names` (and, `keep`: what it held before)."""
+        held = set(self._holds.get(target, ())) if keep else set()
+        for n in names:
+            held |= self._columns(n)
+        if held:
+            self._holds[target] = frozenset(held)
+        else:
+            self._holds.pop(target, None)
 
     def leave_function(self, fn) -> None:
         self._products = set()
         self._column_of = {}
-        self._offsets = set()
+        self._holds = {}
 
     def on_assign(self, a: AssignInfo) -> None:
         if a.target is not None and isinstance(a.value_node, cst.Call) \
                 and self.ctx.ev.api_name(a.value_node.func) in MATMUL_CALLS:  # `part = nisa.nc_matmul(...)`
             self._column_of[a.target] = self._column_of[id(a.value_node)] = self._column(
                 a.value_node, a.loops, {lp.id for lp in a.loops})  # a fresh result per execution
+        try:  # the check first: what the target held before this assignment decides whether it merges columns
+            self._check_assign(a)
+        finally:
+            if a.target is not None:
+                self._hold(a.target, a.names, keep=a.kind != "bind")
+
+    def _check_assign(self, a: AssignInfo) -> None:
         if a.kind not in ("bind", "store") or a.target is None or a.target not in a.names:
             return
-        if not _has_matmul(self.ctx, a.value_node, self._column_partial):
+        if not _has_matmul(self.ctx, a.value_node, lambda p: self._column_partial(p, a.target)):
             return
         t = a.target_value
         buffer = t.buffer if isinstance(t, Tensor) and t.buffer in ("psum", "sbuf") else "unknown"
