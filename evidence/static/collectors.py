@@ -19,6 +19,7 @@ from evidence.static.migration import MIGRATION_KINDS, migration_items
 from evidence.static.model import InputBinding
 from evidence.static.practices import PRACTICE_KINDS, practice_items
 from evidence.static.task_shapes import any_size_dims
+from evidence.static.unparsed import UNPARSED_KINDS, unparsed_items
 from evidence.submission import Submission
 
 STATIC_VERSION = "2"  # 2: an entry reaching no NKI call is an nki.wrapper, not an nki.kernel
@@ -65,7 +66,7 @@ def kernel_analysis(submission: Submission) -> Analysis:
 class NkiStaticCollector(Collector):
     name = "nki-static"
     version = STATIC_VERSION
-    kinds = {**FACT_KINDS, **PRACTICE_KINDS, **rule_kinds(load_rules())}
+    kinds = {**FACT_KINDS, **PRACTICE_KINDS, **UNPARSED_KINDS, **rule_kinds(load_rules())}
 
     def applies(self, submission: Submission) -> bool:
         return submission.manifest.kernel.file.endswith(".py")
@@ -77,7 +78,7 @@ class NkiStaticCollector(Collector):
                         "rules": sum(sum(x.timings.values()) for x in (a, *helpers))}
         rules = {r.id: r for r in load_rules()}
         items = fact_items(a, self.analyzer, helpers) + practice_items(a, self.analyzer)
-        items += finding_items(a, rules, self.analyzer)
+        items += finding_items(a, rules, self.analyzer) + unparsed_items(a.unparsed_modules, self.analyzer)
         for h in helpers:  # helper modules: the code the entry reaches there, cited at the module's lines
             items += function_items(h, self.analyzer) + practice_items(h, self.analyzer)
             items += finding_items(h, rules, self.analyzer)

@@ -77,6 +77,8 @@ class Analysis:
     imported_calls: dict[str, list[dict[str, object]]] = field(default_factory=dict)  # see Engine.imported
     # the arguments of calls this file makes to methods of other files, by (module, `Cls.meth`)
     method_calls: dict[tuple[str, str], list[dict[str, object]]] = field(default_factory=dict)
+    # the submission's helper modules that do not parse (evidence.static.unparsed), set on the kernel file's analysis
+    unparsed_modules: list = field(default_factory=list)
 
 
 class Engine(ObjectCalls, cst.CSTVisitor):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import posixpath
 from collections.abc import Sequence
+from dataclasses import replace
 
 from evidence.static.engine import Analysis, StaticAnalysisError, analyze, parse
 from evidence.static.helper_args import top_level_defaults, top_level_params
@@ -30,6 +31,7 @@ from evidence.static.model import InputBinding
 from evidence.static.records import mutated_fields, record_classes
 from evidence.static.rules.shared_hbm_nested import CALLER_SKIPS, skips_check
 from evidence.static.scope import Scope, is_main_guard
+from evidence.static.unparsed import first_importer, parse_failure
 
 # (module path, function name) of a name a file can call
 Target = tuple[str, str]
@@ -199,10 +201,12 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
     for p in paths:
         try:
             trees[p] = ast.parse(files[p])
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError):  # told below (a helper) or raised by analyze (the kernel)
             continue
     if kernel_file not in trees:
         return analyze(files[kernel_file], file=kernel_file, inputs=inputs, entry=entry, options=options), []
+    # a helper module that does not parse is evidence, not a silent gap (`unparsed`)
+    unparsed = [m for m in (parse_failure(files[p], p) for p in paths if p not in trees) if m is not None]
     table = {p: imports(trees[p], p, paths, home, trees) for p in trees}
     classes = ClassTable(trees, lambda path, name: _origin((path, name), table), lambda path: table[path][1])
     # reach, module by module, from the entry: {module: function names reached}, {file: callees}
@@ -232,7 +236,11 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
         except StaticAnalysisError:
             if p == kernel_file:
                 raise
+            unparsed += [m for m in [parse_failure(files[p], p)] if m is not None]  # nested deeper than libcst takes
     order = [p for p in order if p in parsed]
+    bad = {m.file for m in unparsed}
+    good = {p: t for p, t in trees.items() if p not in bad}
+    unparsed = [replace(m, imported_by=first_importer(m.file, good, paths, home, resolve)) for m in unparsed]
     signatures = {p: (top_level_params(parsed[p]), top_level_defaults(parsed[p])) for p in order}
     methods = {k: v for p in order for k, v in method_signatures(p, parsed[p]).items()}
     mutated = mutated_fields(trees.values())
@@ -278,6 +286,7 @@ def analyze_modules(files: dict[str, str], kernel_file: str, modules: Sequence[s
             if skips:
                 skipping.add(module)
     assert first is not None
+    first.unparsed_modules = unparsed
     return first, results
 
 
