@@ -1,6 +1,7 @@
 """The simulation evidence collector ("nki-simulator").
 
-For a submission with a reference and inputs: the static import policy first (a high finding and
+Without a reference or inputs the kernel is not run: one `sim.not_run` item says so. For a submission with a
+reference and inputs: the static import policy first (a high finding and
 the submission is not executed: `sim.refused`); then the sandbox's status (unavailable: the code is
 never run, `sim.incomplete` "sandbox unavailable: ..."); then two sandboxed children at once, one
 simulating the kernel (`timeout_s`), one running the reference (`reference_timeout_s`), each on its
@@ -39,6 +40,8 @@ SIM_KINDS = {
     "sim.reference_error": "the submission's reference function failed",
     "sim.refused": "the submission was not executed: its code reaches the system or the interpreter's internals "
                    "(see the security items)",
+    "sim.not_run": "the kernel was not simulated because the submission gives nothing to run it against (labels: "
+                   "reason = no_reference | no_inputs): nothing it does on the device was observed",
     **TRACE_FACT_KINDS,
 }
 
@@ -50,7 +53,8 @@ _LOW_PRECISION_INPUTS = frozenset({"bfloat16", "float16", "float8_e4m3", "float8
 
 class SimulationCollector(Collector):
     name = "nki-simulator"
-    version = "3"  # 3: a run stopped only by the checks of its returned outputs keeps its trace facts
+    version = "4"  # 4: a submission without a reference or inputs gets one sim.not_run item (3: a run stopped only by
+    # the checks of its returned outputs keeps its trace facts)
     kinds = {**SIM_KINDS, **{k: v for k, v in SECURITY_KINDS.items() if k != "security.stand_in"}}
     timeout_s: float = 120.0  # the kernel child
     reference_timeout_s: float = 60.0  # the reference child
@@ -60,12 +64,13 @@ class SimulationCollector(Collector):
     sandbox: SandboxConfig = SandboxConfig()
 
     def applies(self, submission: Submission) -> bool:
-        m = submission.manifest
-        return m.reference is not None and bool(m.inputs) and m.kernel.file in submission.files
+        return submission.manifest.kernel.file in submission.files
 
     def collect(self, submission: Submission) -> list[EvidenceItem]:
         self.sandbox = SandboxConfig.model_validate(self.sandbox)  # options may give it as a plain dict
         evidence = SimEvidence(submission, self.analyzer)
+        if submission.manifest.reference is None or not submission.manifest.inputs:
+            return [self._not_run(submission, evidence)]
         blocking = policy_of(submission).blocking
         if self.sandbox.import_policy and blocking:
             return [self._refused(blocking)]
@@ -101,6 +106,20 @@ class SimulationCollector(Collector):
                              timeout_s=self.reference_timeout_s, withheld=(m.kernel.file,) if separate else (),
                              reference_variants=("f64",) if low else (), **common)
         return kernel, reference
+
+    def _not_run(self, submission: Submission, evidence: SimEvidence) -> EvidenceItem:
+        """Without a reference (or inputs) the kernel is never simulated: one item says so, so the criteria the
+        simulation informs are read as judged on the source alone, not as observed (a trace-only cost estimate
+        may still run: it is no simulation of the kernel's values or constraints)."""
+        m = submission.manifest
+        reason = "no_reference" if m.reference is None else "no_inputs"
+        what = "no reference to compare with" if m.reference is None else "no inputs to run it on"
+        return EvidenceItem(
+            id=make_id("sim.not_run", m.kernel.file), kind="sim.not_run", analyzer=self.analyzer, severity=Severity.info,
+            title=f"Not simulated: the submission has {what}",
+            detail="The kernel was not run by the simulator: its outputs, tiles, transfers, dtypes on the device and "
+                   "the simulator's checks of the compiler's constraints were not observed.",
+            location=evidence.loc(None, evidence.def_line(m.kernel.file, m.kernel.entry)), labels={"reason": reason})
 
     def _refused(self, blocking) -> EvidenceItem:
         first = blocking[0]

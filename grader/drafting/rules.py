@@ -28,7 +28,7 @@ MAX_BASIS_CITATIONS = 3
 # nothing to compare against. Reviewers see them as flags.
 PARTIAL_FAILURE_KINDS = ("nki.rule_failure", "sim.incomplete", "sim.reference_error")
 # Items that explain why a criterion's basis is absent; named in the rationale of an unscored criterion.
-WHY_MISSING_KINDS = (*PARTIAL_FAILURE_KINDS, "sim.error", "sim.refused", "nki.wrapper")
+WHY_MISSING_KINDS = (*PARTIAL_FAILURE_KINDS, "sim.error", "sim.refused", "sim.not_run", "nki.wrapper")
 
 
 def _cite(item: EvidenceItem) -> Citation:

@@ -204,11 +204,15 @@ def test_non_fatal_findings_become_sim_finding_items():
     assert "output_not_fully_written" in codes
 
 
-def test_applies_only_with_reference_and_inputs():
+def test_without_reference_or_inputs_the_kernel_is_not_run_and_one_item_says_so():
     sub = submission(GOOD)
     assert SimulationCollector().applies(sub)
     no_ref = Submission(manifest=sub.manifest.model_copy(update={"reference": None}), files=sub.files)
-    assert not SimulationCollector().applies(no_ref)
+    no_inputs = Submission(manifest=sub.manifest.model_copy(update={"inputs": []}), files=sub.files)
+    for case, reason in ((no_ref, "no_reference"), (no_inputs, "no_inputs")):
+        assert SimulationCollector().applies(case)
+        (item,) = SimulationCollector().collect(case)
+        assert (item.kind, item.labels["reason"], item.severity) == ("sim.not_run", reason, Severity.info)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
