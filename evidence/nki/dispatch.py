@@ -20,6 +20,7 @@ from evidence.nki import dtypes, fp8_rounding, placement
 from evidence.nki import state as _state
 from evidence.nki.access_pattern import UnaddressableView
 from evidence.nki.accumulation import COPY_OPS, is_addition
+from evidence.documented_nki_api import NEWEST, documented
 from evidence.nki.errors import SimulationError, UnsupportedOpError
 from evidence.nki.indexing import full_mask
 from evidence.nki.subscripts import GridStart
@@ -67,6 +68,19 @@ def _argument_error(st, name: str, check, args: tuple, exc: TypeError) -> Simula
     return st.error("err_invalid_arguments", f"'{name}' {why}; it takes ({shown})")
 
 
+def _undocumented(st, name: str) -> str | None:
+    """Why an `nl.*` / `nisa.*` name the op table lacks is the kernel's defect, or None when it may be our gap:
+    in the beta dialect (a frozen namespace) a name no documented release of either dialect has would fail to
+    compile (AttributeError); a documented op we do not simulate, and any name in the still-growing standalone
+    package, stays `unsupported_op` (evidence.documented_nki_api)."""
+    space, _, attr = name.rpartition(".")
+    if st.dialect != "beta" or space not in ("", "nisa") or documented(name):
+        return None
+    public = f"{space or 'nl'}.{attr}"
+    return (f"'{public}' is in no documented NKI release ({NEWEST}): neuronx-cc fails to trace the kernel here "
+            f"(AttributeError: module 'neuronxcc.nki.{'isa' if space else 'language'}' has no attribute '{attr}')")
+
+
 def call(name: str, args: tuple, kwargs: dict, into=None):
     """Run op `name`. With `into` (a destination tile, the nki 0.3+ dst-first form), the op's fresh
     result is written there (`Tensor.receive`) and the call returns nothing."""
@@ -76,6 +90,9 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
     op = st.ops.get(name)
     if op is None:
         file, line = st.where()
+        undocumented = _undocumented(st, name)
+        if undocumented:
+            raise SimulationError("undocumented_api", undocumented, file, line)
         raise UnsupportedOpError(
             "unsupported_op",
             f"NKI API '{name}' is not in the simulator's op table; add an entry (check, execute, cost rules) "
