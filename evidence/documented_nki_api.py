@@ -37,8 +37,8 @@ LANGUAGE = frozenset({
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
     "bfloat16", "tfloat32", "float32r", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu",
     "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4",
-    # submodules
-    "constants",
+    # submodules, and the classes helper modules of public standalone kernels subclass or annotate with
+    "constants", "NKIObject", "NkiTensor",
 })
 
 ISA = frozenset({
@@ -53,8 +53,8 @@ ISA = frozenset({
     # targets, enums, engines
     "get_nc_version", "nc_version", "engine", "reduce_cmd", "dge_mode", "oob_mode", "matmul_perf_mode",
     "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "dma_engine", "sync_engine", "unknown_engine",
-    # submodules
-    "constants",
+    # submodules, and names public standalone kernels of nki-library call (control flow and registers, RNG)
+    "constants", "VirtualRegister", "rng", "exp", "fori_loop", "while_loop",
 })
 
 NEWEST = "beta neuronxcc.nki of Neuron SDK 2.20-2.28, standalone nki 0.2-0.7"
