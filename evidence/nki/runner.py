@@ -151,7 +151,8 @@ def _is_float(a) -> bool:
 def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) -> dict[str, str]:
     """The error model's references (evidence.numerics.errormodel): `f64` (inputs widened to float64),
     `dev` (each float input rounded to its job.device_dtypes entry, computed in float32) and `abs` (float64 on
-    |inputs|). Arrays `<variant>ref<i>` in float64, their metadata with the dtype the reference returned; a variant
+    |inputs|), and `pert` (evidence.numerics.conditioning: the response to seeded relative perturbations, after
+    `f64`). Arrays `<variant>ref<i>` in float64, their metadata with the dtype the reference returned; a variant
     the reference cannot compute is reported, not raised."""
     from evidence.nki import dtypes
 
@@ -165,6 +166,9 @@ def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) 
     }
     status = {}
     for name in job.reference_variants:
+        if name == "pert":
+            status[name] = _perturbation_responses(fn, made["f64"], arrays, outputs)
+            continue
         try:
             ref = fn(*made[name]())
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
@@ -178,3 +182,27 @@ def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) 
         except Exception as exc:  # e.g. a reference that only works in its declared dtypes
             status[name] = f"{type(exc).__name__}: {exc}"[:200]
     return status
+
+
+def _perturbation_responses(fn, f64_inputs, arrays: dict, outputs: list) -> str:
+    """`pertref<i>`: per sign pattern, the float64 reference's relative change per unit relative perturbation of
+    its float inputs (evidence.numerics.conditioning), for each output the `f64` variant produced."""
+    from evidence.numerics import conditioning
+
+    if "f64ref0" not in arrays:
+        return "no f64 reference"
+    found: dict[int, list[float]] = {}
+    try:
+        for j in range(conditioning.PATTERNS):
+            ref = fn(*conditioning.perturbed(f64_inputs(), j, _is_float))
+            refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+            for i, r in enumerate(refs):
+                if f"f64ref{i}" in arrays:
+                    found.setdefault(i, []).append(conditioning.response(arrays[f"f64ref{i}"], r))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    for i, values in found.items():
+        if len(values) == conditioning.PATTERNS:
+            arrays[f"pertref{i}"] = np.asarray(values, np.float64)
+            outputs.append(OutputMeta(array=f"pertref{i}", dtype="float64", shape=(len(values),)))
+    return "ok"

@@ -101,7 +101,7 @@ class NumericsCollector(Collector):
         self._note_limit(kernel, trial, stop)
         if kernel.result.status != "ok" or ref_job is None:
             return kernel, None
-        job = ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs"),
+        job = ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs", "pert"),
                                          "device_dtypes": device_dtypes(inputs, kernel.result.report)})
         key = job.model_dump_json()
         with self._lock:
@@ -185,7 +185,8 @@ class NumericsCollector(Collector):
                     dev = dtypes.to_f32(dtypes.cast(dev.astype(np.float32), dtypes.resolve(o.dtype))).astype(np.float64)
                 written = arrays.get(o.written) if o.written else None
                 order = "affine reversed" if trial.get("affine_order") == "reversed" else "program"
-                res = assess(Trial(trial["label"], out, r64, dev, arrays.get(f"absref{i}"), written, order),
+                res = assess(Trial(trial["label"], out, r64, dev, arrays.get(f"absref{i}"), written, order,
+                                   arrays.get(f"pertref{i}")),
                              o.dtype, k, tuple(m.kernel.grid), roundings, device)
                 if trial.get("second_size"):
                     growth.setdefault(i, []).append((k, res.rel_l2))
@@ -231,11 +232,13 @@ class NumericsCollector(Collector):
                     f"of {dtype}: rel L2 " if self_rounding else
                     "Input/output rounding alone (device-faithful reference) accounts for rel L2 ")
         e_r = w.e_round if w.roundings else w.e_dev
+        capped = (f" (measured by perturbing the inputs; {w.kappa_abs:.3g} from the reference on |inputs|, which "
+                  f"grows faster than the inputs move it)" if w.kappa < w.kappa_abs else "")
         extra = (f"; {w.roundings} intermediate low-precision rounding{'s' if w.roundings > 1 else ''} before the "
                  f"output's own (values the kernel stores in a low-precision dtype on their way to the output) raise "
                  f"that to {e_r:.3g}" if w.roundings else "")
         detail = (f"{trials}. {rounding}"
-                  f"{w.e_dev:.3g}{extra}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g} adds "
+                  f"{w.e_dev:.3g}{extra}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g}{capped} adds "
                   f"{w.bound_typ - e_r:.2g} typically (sqrt(K) u), {w.bound_worst - e_r:.2g} at worst (K u). "
                   f"Recommended cross-platform tolerance rtol {rtol:g}, atol {atol:.3g}: {why}. Cosine "
                   f"similarity {min(r.cosine for r in v.trials):.6f} (reported, not a gate).")

@@ -18,7 +18,10 @@ references of the submission's numpy function are compared with the kernel's out
   A value another engine computes from an input and stores in low precision (x * s in bf16, then
   used by vector instructions) is not the input's rounding but an intermediate one (below);
 - ``refabs``: float64 on the inputs' absolute values, for the conditioning kappa =
-  ||refabs|| / ||ref64|| (1 when the sums do not cancel; large under near-cancellation).
+  ||refabs|| / ||ref64|| (1 when the sums do not cancel; large under near-cancellation), capped at
+  2 sqrt(K) times the float64 reference's measured response to random-sign relative perturbations of its inputs
+  (evidence.numerics.conditioning): f(|x|) of a reference that exponentiates an input (exp of a log-decay gate)
+  grows like exp(+|g|), which the cap does not let into the bound.
 
 Expected relative L2 error (u = unit roundoff; Higham; Higham & Mary's probabilistic analysis;
 kernel-evaluation §3.2-3.3), with K the reduction length from the trace (matmul FLOPs per output
@@ -51,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evidence.numerics import conditioning
 from evidence.numerics.patterns import Pattern, mismatch_pattern
 
 # unit roundoff u = 2^-t (t significand bits including the implicit one)
@@ -82,6 +86,9 @@ class Trial:
     refabs: np.ndarray | None = None
     written: np.ndarray | None = None  # True where the kernel wrote (None: everywhere)
     order: str = "program"  # or "affine reversed"
+    # the float64 reference's relative change per unit relative input perturbation, per sign pattern
+    # (evidence.numerics.conditioning): caps kappa where f(|x|) grows faster than f(x) (an exponentiated input)
+    response: np.ndarray | None = None
 
 
 @dataclass
@@ -92,6 +99,7 @@ class TrialResult:
     rel_l2: float = math.nan
     e_dev: float = math.nan
     kappa: float = 1.0
+    kappa_abs: float = 1.0  # ||f(|x|)|| / ||f(x)|| before the perturbation cap
     bound_typ: float = math.nan
     bound: float = math.nan  # the decision bound
     bound_worst: float = math.nan  # deterministic K u
@@ -139,6 +147,10 @@ def assess(trial: Trial, out_dtype: str, k: float, grid: tuple[int, ...] = (), r
         norm = float(np.linalg.norm(ref))
         res.kappa = min(max(float(np.linalg.norm(trial.refabs)) / norm, 1.0), KAPPA_MAX) if norm > 0 else KAPPA_MAX
     k = max(float(k or 1.0), 1.0)
+    res.kappa_abs = res.kappa
+    measured = conditioning.cap(trial.response, k) if trial.response is not None else None
+    if measured is not None and measured < res.kappa:
+        res.kappa = measured  # the reference on |x| grew faster than its inputs move it: an exponentiated input
     acc = res.kappa * math.sqrt(k) * U_FP32
     r = min(max(int(roundings or 0), 0), MAX_INTERMEDIATE_ROUNDINGS)
     res.roundings = r

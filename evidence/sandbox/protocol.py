@@ -19,7 +19,7 @@ from evidence.sandbox.config import Limits
 from evidence.submission import InputSpec, Target
 
 Role = Literal["kernel", "reference"]
-ARRAY_NAME = r"^(out|ref|wr|f64ref|devref|absref)[0-9]{1,3}$"
+ARRAY_NAME = r"^(out|ref|wr|f64ref|devref|absref|pertref)[0-9]{1,3}$"
 
 
 class ChildJob(BaseModel):
@@ -43,8 +43,10 @@ class ChildJob(BaseModel):
     affine_order: Literal["program", "reversed"] = "program"  # kernel role: the error model's order trial
     # reference role: the error model's references (`f64`, `dev`, `abs`: evidence.nki.runner) as
     # arrays f64ref<i>, devref<i>, absref<i>; `dev` first rounds each float input to its entry of device_dtypes
-    # (one per input, in order; None or missing: the input as it is)
-    reference_variants: tuple[Literal["f64", "dev", "abs"], ...] = ()
+    # (one per input, in order; None or missing: the input as it is); `pert` (after `f64`): pertref<i>, the float64
+    # reference's relative change per unit of a seeded random-sign relative perturbation of the float inputs, one
+    # figure per sign pattern (the error model's cap on the conditioning)
+    reference_variants: tuple[Literal["f64", "dev", "abs", "pert"], ...] = ()
     device_dtypes: tuple[str | None, ...] = ()
 
 
