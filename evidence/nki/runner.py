@@ -18,7 +18,7 @@ from evidence.numerics.inputs import generate_inputs
 from evidence.sandbox.monitor import Monitor, OutputLimit
 from evidence.sandbox.protocol import ChildError, ChildJob, ChildResult, OutputMeta
 
-_LOW_PRECISION = ("bfloat16", "float8_e4m3", "float8_e5m2", "float16")
+_LOW_PRECISION = ("bfloat16", "float8_e4m3", "float8_e5m2", "float16", "float8_e4m3fn", "float8_e8m0fnu")
 
 
 def widen(a) -> np.ndarray:

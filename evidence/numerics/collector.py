@@ -32,7 +32,8 @@ from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki import dtypes
 from evidence.nki.child_runs import ChildRuns
 from evidence.numerics.errormodel import (
-    U_FP32, Trial, TrialResult, Verdict, assess, combine, lowest_precision, recommended_tolerance, unit_roundoff,
+    SIGNIFICAND_BITS, U_FP32, Trial, TrialResult, Verdict, assess, combine, lowest_precision, recommended_tolerance,
+    unit_roundoff,
 )
 from evidence.sandbox.config import SandboxConfig
 from evidence.sandbox.outcome import ChildOutcome
@@ -291,12 +292,17 @@ def _self_rounded(produced: str | None) -> str | None:
     gives even on float64 inputs), else None."""
     if not produced or not _float(produced):
         return None
-    name = "float8_e4m3" if produced.startswith("float8_e4m3") else produced  # ml_dtypes' fn/fnuz variants
+    # ml_dtypes' variants NKI has no name for (e4m3fnuz, e5m2fnuz, e4m3b11fnuz) round as their family does
+    name = produced if produced in SIGNIFICAND_BITS else (
+        "float8_e4m3" if produced.startswith("float8_e4m3") else
+        "float8_e5m2" if produced.startswith("float8_e5m2") else produced)
     return produced if unit_roundoff(name) > U_FP32 else None
 
 
 def _float(dtype: str) -> bool:
-    return dtype.startswith(("float", "bfloat", "tfloat"))
+    """A dtype whose elements are numbers the error model can judge; the x4-packed MX dtypes are uint32 words of
+    four codes each (compared bit for bit by sim.output), not one number."""
+    return dtype.startswith(("float", "bfloat", "tfloat")) and dtype not in dtypes.PACKED
 
 
 def _finite(x: float) -> float:

@@ -10,8 +10,11 @@ Default policy (the task states no tolerance), from the output dtype (kernel-eva
     float32 / tfloat32   1e-4      1e-5
     bfloat16             2e-2      1e-2
     float16              1e-3      1e-3
-    float8 (e4m3, e5m2)  1.25e-1   1.25e-1
-    integers / bool      exact (0, 0)
+    float8 (e4m3, e5m2,  1.25e-1   1.25e-1
+      OCP e4m3fn)
+    float8_e8m0fnu       5e-1      5e-1      (MX scales, powers of two: one binade down passes, garbage does not)
+    integers / bool      exact (0, 0); so are the x4-packed MX dtypes (float8_e4m3fn_x4, ...), whose uint32
+                         words hold four codes each and are compared bit for bit, never as one number
 
 - ``atol`` is **relative to the output's scale**: the table value times the RMS of the finite
   reference elements (``atol_effective``; the table value itself when the reference is all zero).
@@ -54,6 +57,8 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-3, 1e-3),
     "float8_e4m3": (1.25e-1, 1.25e-1),
     "float8_e5m2": (1.25e-1, 1.25e-1),
+    "float8_e4m3fn": (1.25e-1, 1.25e-1),  # OCP e4m3 (nki 0.3+): max 448, no inf; rounds as e4m3 does
+    "float8_e8m0fnu": (5e-1, 5e-1),
 }
 _U_FP32 = 2.0**-24  # engine arithmetic and PSUM accumulation are fp32 whatever the output dtype
 _GROWTH = 16.0

@@ -57,9 +57,17 @@ import numpy as np
 from evidence.numerics import conditioning
 from evidence.numerics.patterns import Pattern, mismatch_pattern
 
-# unit roundoff u = 2^-t (t significand bits including the implicit one)
+# unit roundoff u = 2^-t (t significand bits including the implicit one); the OCP fp8 of nki 0.3+ (e4m3fn: max 448,
+# no inf) rounds like the IEEE-style e4m3 (max 240), and the MX scale e8m0fnu holds powers of two only (t = 1)
 SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8,
-                    "float8_e4m3": 4, "float8_e5m2": 3}
+                    "float8_e4m3": 4, "float8_e4m3fn": 4, "float8_e5m2": 3, "float8_e8m0fnu": 1}
+# per dtype (ml_dtypes' finfo): the exponent of the smallest normal (2^MIN_EXP; below it the spacing is the
+# subnormals' 2^(MIN_EXP - t + 1)) and the largest finite value
+MIN_EXP = {"float32": -126, "tfloat32": -126, "float16": -14, "bfloat16": -126, "float8_e4m3": -6,
+           "float8_e4m3fn": -6, "float8_e5m2": -14, "float8_e8m0fnu": -127}
+MAX_FINITE = {"float32": 3.4028234663852886e38, "tfloat32": 3.4011621342146535e38, "float16": 65504.0,
+              "bfloat16": 3.3895313892515355e38, "float8_e4m3": 240.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0,
+              "float8_e8m0fnu": 1.7014118346046923e38}
 U_FP32 = 2.0**-24
 KAPPA_MAX = 1e6
 # intermediate roundings the bound allows for: a normalisation chain (scale, then weight) before a matmul; more
@@ -69,6 +77,11 @@ MAX_INTERMEDIATE_ROUNDINGS = 3
 
 def unit_roundoff(dtype: str) -> float:
     return 2.0 ** -SIGNIFICAND_BITS.get(dtype, 24)
+
+
+def max_finite(dtype: str) -> float:
+    """The largest finite value of a float dtype (float32's for a name not in the table)."""
+    return MAX_FINITE.get(dtype, MAX_FINITE["float32"])
 
 
 def lowest_precision(dtypes) -> str | None:
@@ -122,8 +135,9 @@ def ulp_errors(out: np.ndarray, ref: np.ndarray, dtype: str) -> np.ndarray:
     t = SIGNIFICAND_BITS.get(dtype, 24)
     mag = np.abs(ref)
     _, exp = np.frexp(np.where(mag > 0, mag, 1.0))
-    min_exp = {"float16": -13, "bfloat16": -125, "float8_e4m3": -5, "float8_e5m2": -13}.get(dtype, -125)
-    ulp = np.ldexp(1.0, np.maximum(exp, min_exp + 1) - t)
+    # frexp's exponent is one above IEEE's (mag = m 2^exp, 0.5 <= m < 1): the smallest normal 2^MIN_EXP has
+    # exp = MIN_EXP + 1 and spacing 2^(MIN_EXP + 1 - t), which the subnormals below it keep
+    ulp = np.ldexp(1.0, np.maximum(exp, MIN_EXP.get(dtype, -126) + 1) - t)
     return np.abs(out - ref) / ulp
 
 
@@ -174,7 +188,10 @@ def assess(trial: Trial, out_dtype: str, k: float, grid: tuple[int, ...] = (), r
         res.pattern = mismatch_pattern(bad_special, grid)
         unwritten = int((~written).sum())
         what = f"{unwritten} elements never written" if unwritten else f"{int(bad_special.sum())} NaN/Inf elements"
-        return _set(res, "defect", f"{what} (of {out.size})", ratio=math.inf)
+        top = max_finite(out_dtype)
+        beyond = int((written & ~np.isfinite(out) & (np.abs(ref) > top)).sum())
+        why = f"; {beyond} where the reference exceeds {out_dtype}'s largest value {top:g}: overflow" if beyond else ""
+        return _set(res, "defect", f"{what} (of {out.size}{why})", ratio=math.inf)
     # elements off by more than the worst-case bound at the output's scale, or 4 roundings of their own value
     scale = float(np.sqrt(np.mean(ref**2))) if ref.size else 0.0
     tol = np.maximum(2 * res.bound * scale, 4 * u_out * np.abs(ref))
