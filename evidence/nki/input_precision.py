@@ -19,6 +19,11 @@ stores in bf16 is not its inputs' rounding: it is an intermediate rounding (`acc
 output's own, and a low-precision result after the last matmul (a running sum kept in bf16, partial sums cast to
 fp8) never lowers an input's precision, so the error model still sees it. A region written in part keeps the union
 of old and new, so an argument can only be noted in more dtypes (a looser bound), never fewer.
+
+Each argument is tracked with the box of it a view read (`(index, box)`; box None: the whole argument, or a view that
+is not one box), so a bf16 copy of one slice lowers that slice only: a kernel casting the first of four column blocks
+of an fp32 input to bf16 had the device reference round all four (e_dev twice the kernel's). Past `MAX_REGIONS` boxes
+of one argument in a set the argument counts whole, as before.
 """
 
 from __future__ import annotations
@@ -27,11 +32,25 @@ from evidence.nki import dtypes
 from evidence.nki.accumulation import covers_region
 
 _EMPTY: frozenset = frozenset()
+MAX_REGIONS = 8  # boxes of one argument kept apart; past this the argument counts whole (the bound only loosens)
+
+
+def _bounded(s: frozenset) -> frozenset:
+    """`s` with every argument that has more than MAX_REGIONS boxes in it replaced by the whole argument."""
+    if len(s) <= MAX_REGIONS:
+        return s
+    count: dict[int, int] = {}
+    for p, _ in s:
+        count[p] = count.get(p, 0) + 1
+    many = {p for p, n in count.items() if n > MAX_REGIONS}
+    if not many:
+        return s
+    return frozenset(e for e in s if e[0] not in many) | frozenset((p, None) for p in many)
 
 
 class InputPrecision:
-    """Per region (allocation id -> block -> (held, feeds)); `seen` maps an argument's index to the float dtype
-    names its data was computed in."""
+    """Per region (allocation id -> block -> (held, feeds), sets of (argument index, box or None)); `seen` maps an
+    argument's index to the (float dtype name, box or None) pairs its data was computed in."""
 
     __slots__ = ("regions", "beneath", "seen")
 
@@ -40,12 +59,12 @@ class InputPrecision:
         # allocation id -> block prefix -> the union over the longer blocks it prefixes: a block tensor has
         # thousands of blocks, and scanning them all on every read made a simulation ten times slower
         self.beneath: dict[int, dict[tuple, tuple[frozenset, frozenset]]] = {}
-        self.seen: dict[int, set[str]] = {}
+        self.seen: dict[int, set[tuple[str, tuple | None]]] = {}
 
     def _of(self, t) -> tuple[frozenset, frozenset]:
         held = feeds = _EMPTY
         if t.alloc.param >= 0:
-            held = feeds = frozenset((t.alloc.param,))
+            held = feeds = frozenset(((t.alloc.param, t.region()),))
         blocks = self.regions.get(t.alloc.uid)
         if blocks:  # the blocks overlapping t's: its own, those it lies in (prefixes) and those in it
             key = t.block
@@ -68,9 +87,13 @@ class InputPrecision:
                 continue
             if not copied and dtypes.is_float(t.dtype):
                 name = dtypes.name(t.dtype)
-                for p in (h | f if tensor_engine else h):
-                    self.seen.setdefault(p, set()).add(name)
+                for p, box in (h | f if tensor_engine else h):
+                    seen = self.seen.setdefault(p, set())
+                    seen.add((name, box))
+                    if len(seen) > 4 * MAX_REGIONS:  # too many boxes to keep apart: the whole argument
+                        self.seen[p] = {(n, None) for n, _ in seen}
             held, feeds = held | h, feeds | f
+        held, feeds = _bounded(held), _bounded(feeds)
         if not copied:
             held, feeds = _EMPTY, feeds | held
         if out is None or out.alloc.param >= 0:
@@ -93,12 +116,17 @@ class InputPrecision:
             p = key[:i]
             h, f = beneath.get(p, (_EMPTY, _EMPTY))
             if not (held <= h and feeds <= f):
-                beneath[p] = (h | held, f | feeds)
+                beneath[p] = (_bounded(h | held), _bounded(f | feeds))
 
     def free(self, uid: int) -> None:
         self.regions.pop(uid, None)
         self.beneath.pop(uid, None)
 
     def by_argument(self) -> dict[int, tuple[str, ...]]:
-        """Argument index -> the sorted float dtype names its data was computed in."""
-        return {p: tuple(sorted(names)) for p, names in sorted(self.seen.items())}
+        """Argument index -> the sorted float dtype names its data was computed in (anywhere in it)."""
+        return {p: tuple(sorted({n for n, _ in seen})) for p, seen in sorted(self.seen.items())}
+
+    def by_region(self) -> dict[int, tuple[tuple[str, tuple | None], ...]]:
+        """Argument index -> (dtype name, box (lo, hi) or None for the whole argument) pairs, sorted."""
+        return {p: tuple(sorted(seen, key=lambda e: (e[0], e[1] is not None, e[1] or ())))
+                for p, seen in sorted(self.seen.items())}

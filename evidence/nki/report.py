@@ -78,6 +78,8 @@ class Report(BaseModel):
     accumulation_depth: int = 0  # longest chain of element-wise additions feeding a value (evidence.nki.accumulation)
     # argument index -> float dtypes the kernel computes that argument's data in (evidence.nki.input_precision)
     input_dtypes: dict[int, tuple[str, ...]] = {}
+    # the same per box of the argument: (dtype, (lo, hi) per axis, or None for the whole argument)
+    input_regions: dict[int, tuple[tuple[str, tuple[tuple[int, ...], tuple[int, ...]] | None], ...]] = {}
     rounding_depth: int = 0  # most low-precision roundings before the output's own in a value stored to HBM (Roundings)
     # reversed-order run (error model): a line whose mask was built in another affine iteration, so reversing the
     # Python iterations changed what was traced; 0 when none
@@ -145,6 +147,7 @@ def build_report(st: State) -> Report:
         accumulation_depth=st.recorder.chains.longest,
         rounding_depth=st.recorder.roundings.longest,
         input_dtypes=st.recorder.input_precision.by_argument(),
+        input_regions=st.recorder.input_precision.by_region(),
     )
 
 

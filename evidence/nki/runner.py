@@ -160,8 +160,9 @@ def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) 
     dev += [None] * (len(inputs) - len(dev))
     made = {
         "f64": lambda: [x.astype(np.float64) if _is_float(x) else x for x in inputs],
-        "dev": lambda: [(dtypes.cast(x.astype(np.float32), d) if d is not None else x).astype(np.float32)
-                        if _is_float(x) else x for x, d in zip(inputs, dev)],
+        "dev": lambda: [_round_regions((dtypes.cast(x.astype(np.float32), d) if d is not None else x).astype(
+                            np.float32), i, job.device_regions) if _is_float(x) else x
+                        for i, (x, d) in enumerate(zip(inputs, dev))],
         "abs": lambda: [np.abs(x.astype(np.float64)) if _is_float(x) else x for x in inputs],
     }
     status = {}
@@ -206,3 +207,18 @@ def _perturbation_responses(fn, f64_inputs, arrays: dict, outputs: list) -> str:
             arrays[f"pertref{i}"] = np.asarray(values, np.float64)
             outputs.append(OutputMeta(array=f"pertref{i}", dtype="float64", shape=(len(values),)))
     return "ok"
+
+
+def _round_regions(x: np.ndarray, index: int, regions) -> np.ndarray:
+    """`x` (float32) with each box the kernel computes input `index` in a lower precision rounded to it."""
+    from evidence.nki import dtypes
+
+    for i, name, lo, hi in regions:
+        if i != index:
+            continue
+        if len(lo) != x.ndim:  # not a box of this array's axes: the whole input
+            x = dtypes.cast(x, dtypes.resolve(name)).astype(np.float32)
+            continue
+        box = tuple(slice(a, b) for a, b in zip(lo, hi))
+        x[box] = dtypes.cast(x[box], dtypes.resolve(name)).astype(np.float32)
+    return x

@@ -103,7 +103,8 @@ class NumericsCollector(Collector):
         if kernel.result.status != "ok" or ref_job is None:
             return kernel, None
         job = ref_job.model_copy(update={"reference_variants": ("f64", "dev", "abs", "pert"),
-                                         "device_dtypes": device_dtypes(inputs, kernel.result.report)})
+                                         "device_dtypes": device_dtypes(inputs, kernel.result.report),
+                                         "device_regions": device_regions(inputs, kernel.result.report)})
         key = job.model_dump_json()
         with self._lock:
             future = references.get(key)
@@ -281,10 +282,55 @@ class NumericsCollector(Collector):
 
 def device_dtypes(inputs, report) -> tuple[str | None, ...]:
     """Per input, the dtype the device-faithful reference rounds it to: the lowest precision among its declared
-    dtype and the dtypes the kernel computes its data in (evidence.nki.input_precision); None for non-tensors."""
-    computed = report.input_dtypes if report is not None else {}
+    dtype and the dtypes the kernel computes all of its data in (evidence.nki.input_precision: a view that is not
+    one box counts whole); None for non-tensors. Lower precision in boxes of it: `device_regions`."""
+    if report is not None and report.input_regions:
+        computed = {i: _covering(seen, inputs[i].shape) for i, seen in report.input_regions.items() if i < len(inputs)}
+    else:
+        computed = report.input_dtypes if report is not None else {}
     return tuple(lowest_precision([s.dtype, *computed.get(i, ())]) if s.is_tensor else None
                  for i, s in enumerate(inputs))
+
+
+def device_regions(inputs, report) -> tuple[tuple[int, str, tuple[int, ...], tuple[int, ...]], ...]:
+    """(input, dtype, lo, hi): the boxes of an input the kernel computes in a lower precision than the rest of it
+    (a bf16 copy of one slice of an fp32 input), which the device-faithful reference rounds after device_dtypes."""
+    if report is None or not report.input_regions:
+        return ()
+    whole = device_dtypes(inputs, report)
+    out = []
+    for i, seen in sorted(report.input_regions.items()):
+        if i >= len(inputs) or whole[i] is None:
+            continue
+        for name, box in seen:
+            if not _whole(box, inputs[i].shape) and lowest_precision([name, whole[i]]) == name != whole[i]:
+                out.append((i, name, tuple(box[0]), tuple(box[1])))
+    return tuple(out)
+
+
+def _covering(seen, shape) -> list[str]:
+    """The dtypes among (dtype, box) pairs whose boxes together cover an input of `shape` (a kernel that casts
+    every K tile of an input to bf16 computes all of it in bf16)."""
+    size = int(np.prod(shape)) if shape else 1
+    out = []
+    for name in {n for n, _ in seen}:
+        boxes = [box for n, box in seen if n == name]
+        if any(_whole(box, shape) for box in boxes):
+            out.append(name)
+        elif size <= 1 << 24 and all(len(box[0]) == len(shape) for box in boxes):
+            mask = np.zeros(shape, bool)
+            for lo, hi in boxes:
+                mask[tuple(slice(a, b) for a, b in zip(lo, hi))] = True
+            if mask.all():
+                out.append(name)
+        elif sum(int(np.prod(np.subtract(hi, lo))) for lo, hi in boxes) >= size:  # too large to paint: the volumes
+            out.append(name)
+    return out
+
+
+def _whole(box, shape) -> bool:
+    """A box (lo, hi) that is None or spans every element of an input of `shape`."""
+    return box is None or (tuple(box[0]) == (0,) * len(shape) and tuple(box[1]) == tuple(shape))
 
 
 def _self_rounded(produced: str | None) -> str | None:

@@ -48,6 +48,9 @@ class ChildJob(BaseModel):
     # figure per sign pattern (the error model's cap on the conditioning)
     reference_variants: tuple[Literal["f64", "dev", "abs", "pert"], ...] = ()
     device_dtypes: tuple[str | None, ...] = ()
+    # `dev`: boxes of an input the kernel computes in a lower precision than the rest of it, rounded after
+    # device_dtypes: (input index, dtype, lo, hi) with lo <= index < hi per axis
+    device_regions: tuple[tuple[int, str, tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 class ChildError(BaseModel):
