@@ -28,6 +28,9 @@ of one argument in a set the argument counts whole, as before.
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.lib.array_utils import byte_bounds
+
 from evidence.nki import dtypes
 from evidence.nki.accumulation import covers_region
 
@@ -48,6 +51,29 @@ def _bounded(s: frozenset) -> frozenset:
     return frozenset(e for e in s if e[0] not in many) | frozenset((p, None) for p in many)
 
 
+def _box(t) -> tuple | None:
+    """The box (lo, hi) of its argument a view of it holds, from the view's numpy data alone (whichever path cut
+    the view: kept views and fresh ones agree); None when it is not one step-1 box (a gather, a strided or
+    reshaped view) or is the whole argument."""
+    d, base = t.data, t.alloc.data
+    if t.adv is not None or d is base or d.size == 0 or base.size == 0:
+        return None
+    if d.ndim and not all(s in base.strides for s in d.strides):
+        return None
+    offset = byte_bounds(d)[0] - byte_bounds(base)[0]
+    if offset % base.itemsize:
+        return None
+    lo = [int(i) for i in np.unravel_index(offset // base.itemsize, base.shape)]
+    hi = [i + 1 for i in lo]
+    for n, stride in zip(d.shape, d.strides):
+        if n > 1:
+            axis = base.strides.index(stride)
+            hi[axis] = lo[axis] + n
+    if any(h > m for h, m in zip(hi, base.shape)) or int(np.prod(np.subtract(hi, lo))) != d.size:
+        return None
+    return (tuple(lo), tuple(hi)) if (tuple(lo), tuple(hi)) != ((0,) * base.ndim, base.shape) else None
+
+
 class InputPrecision:
     """Per region (allocation id -> block -> (held, feeds), sets of (argument index, box or None)); `seen` maps an
     argument's index to the (float dtype name, box or None) pairs its data was computed in."""
@@ -64,7 +90,7 @@ class InputPrecision:
     def _of(self, t) -> tuple[frozenset, frozenset]:
         held = feeds = _EMPTY
         if t.alloc.param >= 0:
-            held = feeds = frozenset(((t.alloc.param, t.region()),))
+            held = feeds = frozenset(((t.alloc.param, _box(t)),))
         blocks = self.regions.get(t.alloc.uid)
         if blocks:  # the blocks overlapping t's: its own, those it lies in (prefixes) and those in it
             key = t.block
