@@ -9,6 +9,7 @@ to save (low precision widened to float32 exactly, and the kernel's written-elem
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -166,10 +167,15 @@ def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) 
         "abs": lambda: [np.abs(x.astype(np.float64)) if _is_float(x) else x for x in inputs],
     }
     status = {}
+    start, calls = time.monotonic(), 0
     for name in job.reference_variants:
         if name == "pert":
-            status[name] = _perturbation_responses(fn, made["f64"], arrays, outputs)
+            # each pattern is one more call: only as many as a quarter of the child's time allows at the pace so far
+            per_call = (time.monotonic() - start) / calls if calls else 0.0
+            status[name] = _perturbation_responses(fn, made["f64"], arrays, outputs,
+                                                   int(job.timeout_s / 4 / per_call) if per_call > 0 else None)
             continue
+        calls += 1
         try:
             ref = fn(*made[name]())
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
@@ -185,16 +191,20 @@ def _reference_variants(fn, inputs, job: ChildJob, arrays: dict, outputs: list) 
     return status
 
 
-def _perturbation_responses(fn, f64_inputs, arrays: dict, outputs: list) -> str:
+def _perturbation_responses(fn, f64_inputs, arrays: dict, outputs: list, most: int | None = None) -> str:
     """`pertref<i>`: per sign pattern, the float64 reference's relative change per unit relative perturbation of
-    its float inputs (evidence.numerics.conditioning), for each output the `f64` variant produced."""
+    its float inputs (evidence.numerics.conditioning), for each output the `f64` variant produced; at most `most`
+    patterns (a slow reference), none below one."""
     from evidence.numerics import conditioning
 
     if "f64ref0" not in arrays:
         return "no f64 reference"
+    patterns = conditioning.PATTERNS if most is None else min(conditioning.PATTERNS, most)
+    if patterns < 1:
+        return "skipped: the reference is too slow for more calls"
     found: dict[int, list[float]] = {}
     try:
-        for j in range(conditioning.PATTERNS):
+        for j in range(patterns):
             ref = fn(*conditioning.perturbed(f64_inputs(), j, _is_float))
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
             for i, r in enumerate(refs):
@@ -203,7 +213,7 @@ def _perturbation_responses(fn, f64_inputs, arrays: dict, outputs: list) -> str:
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"[:200]
     for i, values in found.items():
-        if len(values) == conditioning.PATTERNS:
+        if len(values) == patterns:
             arrays[f"pertref{i}"] = np.asarray(values, np.float64)
             outputs.append(OutputMeta(array=f"pertref{i}", dtype="float64", shape=(len(values),)))
     return "ok"

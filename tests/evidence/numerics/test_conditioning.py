@@ -104,3 +104,20 @@ def test_the_cap_leaves_the_abs_estimate_of_sums_of_products_alone(distribution)
     trial = Trial("t", ref, ref, ref, f(np.abs(a), np.abs(b)), response=_responses(f, [a, b]))
     res = assess(trial, "float32", 256)
     assert res.kappa == res.kappa_abs and res.kappa_abs > (1e2 if distribution == "cancellation" else 5)
+
+
+def test_a_slow_reference_gets_fewer_perturbation_calls():
+    from evidence.nki.runner import _perturbation_responses
+
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return 2 * x
+
+    x = np.linspace(1, 2, 8)
+    arrays, outputs = {"f64ref0": f(x)}, []
+    assert _perturbation_responses(f, lambda: [x], arrays, outputs, most=1) == "ok"
+    assert arrays["pertref0"].shape == (1,) and len(calls) == 2
+    assert _perturbation_responses(f, lambda: [x], {"f64ref0": x}, [], most=0).startswith("skipped")
+    assert np.isclose(arrays["pertref0"][0], 1.0)  # a linear map moves as its inputs do
