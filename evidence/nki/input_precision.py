@@ -58,11 +58,12 @@ def _box(t) -> tuple | None:
     d, base = t.data, t.alloc.data
     if t.adv is not None or d is base or d.size == 0 or base.size == 0:
         return None
-    if d.ndim and not all(s in base.strides for s in d.strides):
-        return None
-    offset = byte_bounds(d)[0] - byte_bounds(base)[0]
-    if offset % base.itemsize:
-        return None
+    if 0 in base.strides or (d.ndim and not all(s in base.strides for s in d.strides)):
+        return None  # a trace-only placeholder (broadcast), or a view that is not a step-1 box
+    (dlo, dhi), (blo, bhi) = byte_bounds(d), byte_bounds(base)
+    offset = dlo - blo
+    if dlo < blo or dhi > bhi or offset % base.itemsize:
+        return None  # not a view of the argument's data
     lo = [int(i) for i in np.unravel_index(offset // base.itemsize, base.shape)]
     hi = [i + 1 for i in lo]
     for n, stride in zip(d.shape, d.strides):
