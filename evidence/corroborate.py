@@ -42,7 +42,8 @@ its point from the what-if alone.
 
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
-dtype's bound and the error model finds every numerics trial of that output within expected variation,
+dtype's bound and the error model finds every numerics trial of that output within expected variation
+(or cannot judge it: label `bound` = `vacuous`, its decision bound past VACUOUS_BOUND on every trial),
 is labelled `outliers` = `isolated` and lowered to medium: the error model and the element-wise rule
 then agree that the output as a whole is right, and the item says which elements are not. A task that
 states its own tolerance keeps its mismatch as stated.
@@ -55,7 +56,7 @@ from collections.abc import Iterable
 from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.trace_items import repeats_small_transfers
 
-CORROBORATION_VERSION = "6"
+CORROBORATION_VERSION = "7"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -164,6 +165,12 @@ def _measured(outputs: list[EvidenceItem]) -> tuple[str, str]:
     return "not_shown", "every output is as close to the reference as its dtype's rounding allows"
 
 
+def _matches_as_a_whole(verdict: EvidenceItem) -> bool:
+    """The error model finds the output within expected variation, or cannot judge it at all (its bound is
+    vacuous): the relative L2 error within the dtype's bound is then the evidence that it matches as a whole."""
+    return verdict.labels.get("verdict") == "within" or verdict.labels.get("bound") == "vacuous"
+
+
 def _isolated_outliers(output: EvidenceItem, verdicts: dict[str, EvidenceItem]) -> EvidenceItem | None:
     """`output` (a mismatching sim.output) relabelled as isolated outliers, or None (see the module doc)."""
     m = output.metrics
@@ -174,13 +181,15 @@ def _isolated_outliers(output: EvidenceItem, verdicts: dict[str, EvidenceItem]) 
     index = output.id.split(":", 1)[-1]
     verdict = verdicts.get(index)
     if not (0.0 < fraction <= ISOLATED_FRACTION and rel is not None and bound is not None and rel <= bound
-            and verdict is not None and verdict.labels.get("verdict") == "within"):
+            and verdict is not None and _matches_as_a_whole(verdict)):
         return None
     elements = int(m.get("elements", 0))
     outside = round(fraction * elements)
+    judged = ("finds every trial of this output within expected variation for its dtypes"
+              if verdict.labels.get("verdict") == "within" else "cannot judge it (its bound is vacuous)")
     detail = (f"{output.detail} The relative L2 error is within its bound ({rel:.3g} <= {bound:.3g}) and the error "
-              f"model finds every trial of this output within expected variation for its dtypes [{verdict.id}]: the "
-              f"output as a whole matches; these {outside} elements are isolated outliers of the element-wise rule.")
+              f"model {judged} [{verdict.id}]: the output as a whole matches; these {outside} elements are isolated "
+              f"outliers of the element-wise rule.")
     return output.model_copy(update={
         "severity": Severity.medium, "detail": detail,
         "title": f"Output {index} matches the reference except {outside} isolated elements of {elements} "

@@ -32,8 +32,8 @@ from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki import dtypes
 from evidence.nki.child_runs import ChildRuns
 from evidence.numerics.errormodel import (
-    SIGNIFICAND_BITS, U_FP32, Trial, TrialResult, Verdict, assess, combine, lowest_precision, recommended_tolerance,
-    unit_roundoff,
+    SIGNIFICAND_BITS, U_FP32, VACUOUS_BOUND, Trial, TrialResult, Verdict, assess, combine, lowest_precision,
+    recommended_tolerance, unit_roundoff,
 )
 from evidence.sandbox.config import SandboxConfig
 from evidence.sandbox.outcome import ChildOutcome
@@ -264,7 +264,10 @@ class NumericsCollector(Collector):
         labels = {"verdict": v.verdict, "pattern": pattern.name if pattern else "none",
                   "order_dependent": "yes" if order_dependent else "no",
                   "structured": "yes" if pattern and pattern.name in _STRUCTURED else "no",
-                  "order": w.order, "dtype": dtype, "reason": v.summary[:200]}
+                  "order": w.order, "dtype": dtype, "reason": v.summary[:200],
+                  # no trial's bound could tell a defect from rounding (errormodel.VACUOUS_BOUND)
+                  "bound": "vacuous" if v.verdict == "cannot_tell" and all(
+                      r.bound >= VACUOUS_BOUND for r in v.trials) else "informative"}
         return EvidenceItem(id=make_id("numerics.verdict", i), kind="numerics.verdict", analyzer=self.analyzer,
                             severity=severity, title=title, detail=detail, location=loc, metrics=metrics, labels=labels)
 
