@@ -40,6 +40,14 @@ reported when there are any): every `small-dma` finding is labelled `whatif` = `
 MATERIAL_TRANSFER_SPEEDUP, `material` from it, `none` without such a what-if; the performance criterion then takes
 its point from the what-if alone.
 
+A `shared-hbm-nested` finding in a loop or a helper ("err_shared_hbm_must_in_kernel_level") is checked by the
+simulator too, which stops with that error where the compiler would: when the run went to the end (no
+`sim.error`, `sim.incomplete` or `sim.refused`), the task's arguments never reached the allocation (a branch
+they do not take, such as nki-library's HBM-output path behind `output_in_sbuf`; the compiler traces only
+what runs) or reached it legally, so the finding is lowered to low and labelled `trace` = `not_traced`, and
+the rubric's caps skip it. A finding in a `with`/`try`/`while` block, which the simulator does not check, is
+left as it is.
+
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
 dtype's bound and the error model finds every numerics trial of that output within expected variation
@@ -66,6 +74,11 @@ _LIMIT_RULES = ("nki.partition-over-128", "nki.psum-over-bank", "nki.matmul-oper
 CORROBORATED = ("nki.thread-emulation", "nki.per-element-loop", *_LIMIT_RULES)
 MEASURED = ("nki.low-precision-accumulator", "nki.unstable-variance")
 REGIME_CLAIMS = ("nki.load-transpose-in-loop",)
+NESTED_SHARED_HBM = "nki.shared-hbm-nested"
+# the scopes of a nested shared_hbm allocation the simulator rejects as the compiler does (a loop, a helper)
+_SIMULATOR_CHECKED_SCOPES = ("loop", "helper")
+# a run that stopped early leaves later code unexamined
+_STOPPED = ("sim.error", "sim.incomplete", "sim.refused")
 # Isolated outliers (see the module doc): at most this fraction of an output's elements; structured errors (a tile,
 # a row band) are the error model's to find, and beyond it the verdict is no longer "within"
 ISOLATED_FRACTION = 5e-3
@@ -210,6 +223,19 @@ def _not_executed(item: EvidenceItem, trace: _Trace) -> EvidenceItem | None:
         "labels": {**item.labels, "trace": "not_executed", "trace_reason": reason}})
 
 
+def _shared_hbm_not_traced(item: EvidenceItem, trace: _Trace, stopped: bool) -> EvidenceItem | None:
+    """A nested shared_hbm allocation the task's completed run never made (see the module doc): low, labelled
+    `trace` = `not_traced`; None when the run stopped early, the scope is one the simulator does not check, or
+    there is no trace."""
+    if trace.summary is None or stopped or item.labels.get("scope") not in _SIMULATOR_CHECKED_SCOPES:
+        return None
+    reason = ("the simulation, which stops with err_shared_hbm_must_in_kernel_level where the compiler does, ran this "
+              "task to the end: its arguments do not reach this allocation (the compiler traces only what runs)")
+    return item.model_copy(update={
+        "severity": Severity.low, "title": f"{item.title} (not reached by this task)",
+        "labels": {**item.labels, "trace": "not_traced", "trace_reason": reason}})
+
+
 def _measured_transfers(item: EvidenceItem, trace: _Trace, verdict: str | None) -> EvidenceItem:
     """`item` (a small-dma finding) labelled with the trace's verdict when its lines are in it (see the module doc)."""
     loc = item.location
@@ -254,6 +280,7 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
     whatifs = {(i.labels.get("code"), i.location.file, i.location.start_line): i for i in items
                if i.kind == "perf.whatif" and i.location is not None}
     sizes = next((i.labels.get("small_transfers") for i in items if i.kind == "sim.dma_sizes"), None)
+    stopped = any(i.kind in _STOPPED for i in items)
     transfer_whatif = _transfer_whatif(whatifs)
     out: list[EvidenceItem] = []
     for item in items:
@@ -268,6 +295,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
             item = _not_executed(item, trace) or item
             if item.kind in _IMPACT_WHATIFS:
                 item = _impact(item, whatifs)
+        if item.kind == NESTED_SHARED_HBM:
+            item = _shared_hbm_not_traced(item, trace, stopped) or item
         if item.kind == "nki.small-dma":
             item = _measured_transfers(item, trace, sizes)
             item = item.model_copy(update={"labels": {**item.labels, "whatif": transfer_whatif}})
