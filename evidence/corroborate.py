@@ -40,13 +40,13 @@ reported when there are any): every `small-dma` finding is labelled `whatif` = `
 MATERIAL_TRANSFER_SPEEDUP, `material` from it, `none` without such a what-if; the performance criterion then takes
 its point from the what-if alone.
 
-A `shared-hbm-nested` finding in a loop or a helper ("err_shared_hbm_must_in_kernel_level") is checked by the
+A `shared-hbm-nested` finding in a helper function ("err_shared_hbm_must_in_kernel_level") is checked by the
 simulator too, which stops with that error where the compiler would: when the run went to the end (no
 `sim.error`, `sim.incomplete` or `sim.refused`), the task's arguments never reached the allocation (a branch
 they do not take, such as nki-library's HBM-output path behind `output_in_sbuf`; the compiler traces only
 what runs) or reached it legally, so the finding is lowered to low and labelled `trace` = `not_traced`, and
-the rubric's caps skip it. A finding in a `with`/`try`/`while` block, which the simulator does not check, is
-left as it is.
+the rubric's caps skip it. A finding in a loop (the simulator checks nl loops, not the Python `range` of a
+standalone kernel) or a `with`/`try`/`while` block is left as it is.
 
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
@@ -75,8 +75,9 @@ CORROBORATED = ("nki.thread-emulation", "nki.per-element-loop", *_LIMIT_RULES)
 MEASURED = ("nki.low-precision-accumulator", "nki.unstable-variance")
 REGIME_CLAIMS = ("nki.load-transpose-in-loop",)
 NESTED_SHARED_HBM = "nki.shared-hbm-nested"
-# the scopes of a nested shared_hbm allocation the simulator rejects as the compiler does (a loop, a helper)
-_SIMULATOR_CHECKED_SCOPES = ("loop", "helper")
+# the scope of a nested shared_hbm allocation the simulator rejects wherever the compiler does: a helper function (a
+# loop is checked for nl loops only, not for the Python `range` a standalone kernel unrolls while tracing)
+_SIMULATOR_CHECKED_SCOPES = ("helper",)
 # a run that stopped early leaves later code unexamined
 _STOPPED = ("sim.error", "sim.incomplete", "sim.refused")
 # Isolated outliers (see the module doc): at most this fraction of an output's elements; structured errors (a tile,
