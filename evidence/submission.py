@@ -19,7 +19,7 @@ Target = Literal["trn1", "trn2", "trn3"]  # trn3: simulated with v4 limits; the 
 
 # dtypes a manifest may declare for kernel inputs (names as NKI and ml_dtypes spell them).
 INPUT_DTYPES = (
-    "float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2",
+    "float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn",
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "bool",
 )
 DISTRIBUTIONS = ("normal", "uniform", "zeros", "ones", "arange", "randint", "positive", "mask",

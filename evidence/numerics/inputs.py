@@ -29,7 +29,7 @@ from evidence.nki import dtypes
 from evidence.submission import InputSpec
 
 # std of the `large` distribution: big, yet products and long sums stay finite in the dtype
-LARGE_SCALE = {"float16": 16.0, "float8_e4m3": 8.0, "float8_e5m2": 64.0}
+LARGE_SCALE = {"float16": 16.0, "float8_e4m3": 8.0, "float8_e4m3fn": 8.0, "float8_e5m2": 64.0}
 
 
 def _draw(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:

@@ -67,3 +67,28 @@ def test_fp8_formats_have_their_own_roundoff_range_and_tolerance():
     assert ulp_errors(out, ref, "float8_e4m3fn").tolist() == [1.0, 1.0]
     x = np.linspace(300, 440, 64).astype(ml_dtypes.float8_e4m3fn)
     assert compare(x, np.linspace(300, 440, 64), dtype_name="float8_e4m3fn").matches
+
+
+def test_a_manifest_may_declare_e4m3fn_inputs_and_they_run_through_the_simulation():
+    """nki 0.3+ kernels take OCP fp8 weights: a manifest declaring a float8_e4m3fn input was refused ('unknown
+    dtype'), so such a kernel could not be graded at all. Its inputs are drawn in range (no NaN) and the kernel's
+    upcast matches its reference."""
+    data = {"task": {"id": "upcast-e4m3fn", "title": "upcast e4m3fn", "target": "trn2"},
+            "kernel": {"file": "kernel.py", "entry": "kernel"}, "reference": {"file": "reference.py", "entry": "ref"},
+            "inputs": [{"name": "x", "shape": [128, 64], "dtype": "float8_e4m3fn", "distribution": "large"}]}
+    upcast = """
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0, dtype=nl.float32))
+    return out
+"""
+    sub = Submission(manifest=Manifest.model_validate(data), files={
+        "kernel.py": HEAD + textwrap.dedent(upcast),
+        "reference.py": "import numpy as np\n\ndef ref(x):\n    return (x.astype(np.float64) * 2).astype(np.float32)\n"})
+    from evidence.numerics.inputs import generate_inputs
+
+    (x,) = generate_inputs(sub.manifest.inputs)
+    assert x.dtype == np.dtype(ml_dtypes.float8_e4m3fn) and np.isfinite(x.astype(np.float32)).all()
+    out = next(i for i in SimulationCollector().collect(sub) if i.kind == "sim.output")
+    assert out.metrics["matches"] == 1.0 and out.metrics["nan_count"] == 0, out.title
