@@ -1,8 +1,8 @@
 """The bubblewrap command line, and whether a sandbox can be set up here (`sandbox_status`).
 
 Inside the sandbox: new user, PID, network, IPC, UTS and cgroup namespaces; a root made of
-read-only binds of the OS (`/usr` and its links), the Python installation and the `evidence`
-package only (no home directory, no checkout, no other users' data); a fresh /proc and /dev, a
+read-only binds of the OS (`/usr` and its links), the Python installation, the `evidence`
+package and its compiled bytecode only (no home directory, no checkout, no other users' data); a fresh /proc and /dev, a
 private tmpfs /tmp for scratch; the job folder read-only at /job with /job/out the one writable
 place; a cleared environment; no further user namespaces; killed with its parent.
 """
@@ -81,7 +81,8 @@ def _namespace_args(config: SandboxConfig) -> list[str]:
 def command(bwrap: str, config: SandboxConfig, job_dir: Path, env: dict[str, str], argv: list[str]) -> list[str]:
     """bwrap ... -- argv, with `job_dir` at /job (read-only) and `job_dir`/out writable."""
     args = [bwrap, *_namespace_args(config), *_os_args()]
-    for folder in python_binds():
+    binds = python_binds() + ([Path(env["PYTHONPYCACHEPREFIX"])] if "PYTHONPYCACHEPREFIX" in env else [])
+    for folder in binds:
         args += ["--ro-bind", str(folder), str(folder)]
     args += ["--ro-bind", str(job_dir), JOB, "--bind", str(job_dir / "out"), f"{JOB}/out", "--chdir", "/tmp"]
     for key, value in env.items():

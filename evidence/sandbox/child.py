@@ -61,7 +61,8 @@ def main(job_root: str) -> None:
     os.makedirs(scratch, exist_ok=True)
     os.chdir(scratch)
     src = root / "src"
-    read_roots = sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(runner.__file__)), str(src)})
+    read_roots = sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.dirname(runner.__file__)), str(src),
+                         *([sys.pycache_prefix] if sys.pycache_prefix else [])})  # bytecode of modules imported late
     monitor = Monitor(str(src), events_fd, block=job.import_policy, read_roots=read_roots, write_roots=[scratch],
                       withheld=job.withheld)
     finder = standins.install()

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evidence.sandbox import bwrap
+from evidence.sandbox import bwrap, bytecode
 from evidence.sandbox.cgroup import JobCgroup
 from evidence.sandbox.config import SandboxConfig, SandboxMode
 from evidence.sandbox.bwrap import SandboxStatus
@@ -49,11 +49,14 @@ def _count(delta: int) -> None:
         _running["peak"] = max(_running["peak"], _running["now"])
 
 
-def child_env(pythonpath: str, job_id: str) -> dict[str, str]:
+def child_env(pythonpath: str, job_id: str, pycache: str | None = None) -> dict[str, str]:
     """The whole environment of a child: what Python and numpy need, nothing of the grader's."""
-    return {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": pythonpath,
-            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NKI_SANDBOX_JOB": job_id}
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": pythonpath,
+           "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NKI_SANDBOX_JOB": job_id}
+    if pycache:
+        env["PYTHONPYCACHEPREFIX"] = pycache  # read-only bytecode of the simulator (evidence.sandbox.bytecode)
+    return env
 
 
 @dataclass
@@ -95,7 +98,7 @@ def run(job_dir: Path, config: SandboxConfig, status: SandboxStatus, timeout_s: 
     sandboxed = config.mode is SandboxMode.bwrap
     job_path = bwrap.JOB if sandboxed else str(job_dir)
     argv = [sys.executable, "-s", "-B", "-m", "evidence.sandbox.child", job_path]
-    env = child_env(str(bwrap.PACKAGE_HOME), job_id)
+    env = child_env(str(bwrap.PACKAGE_HOME), job_id, bytecode.child_pycache(str(bwrap.PACKAGE_HOME)))
     cgroup = None
     with _slot(config.workers):
         if sandboxed:
