@@ -53,7 +53,8 @@ def child_env(pythonpath: str, job_id: str, pycache: str | None = None) -> dict[
     """The whole environment of a child: what Python and numpy need, nothing of the grader's."""
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": pythonpath,
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NKI_SANDBOX_JOB": job_id}
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NKI_SANDBOX_JOB": job_id,
+           "PYDANTIC_DISABLE_PLUGINS": "__all__"}  # no entry-point scan of the whole installation per child
     if pycache:
         env["PYTHONPYCACHEPREFIX"] = pycache  # read-only bytecode of the simulator (evidence.sandbox.bytecode)
     return env
