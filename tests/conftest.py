@@ -28,10 +28,19 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True, scope="session")
 def _private_data_dir(tmp_path_factory):
     """Calibration runs and audits go to a throw-away data directory, never the user's, and so do the
-    caches (model replies, evidence bundles): shared by the tests of one session, gone after it."""
+    caches (model replies, evidence bundles): shared by the tests of one session, gone after it. Evidence
+    bundles are shared by both test processes too (an example one gathered is not gathered again by the
+    other; entries are written whole, by rename); model replies stay per process, since tests count a fake
+    model's requests."""
+    cache = tmp_path_factory.mktemp("grader-cache")
+    session = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        session = session.parent  # the session's folder, above each process's own
+    (session / "evidence-cache").mkdir(exist_ok=True)
+    (cache / "evidence").symlink_to(session / "evidence-cache", target_is_directory=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADER_DATA_DIR", str(tmp_path_factory.mktemp("grader-data")))
-        mp.setenv("GRADER_CACHE_DIR", str(tmp_path_factory.mktemp("grader-cache")))
+        mp.setenv("GRADER_CACHE_DIR", str(cache))
         yield
 
 
