@@ -87,3 +87,23 @@ def test_parallel_simulations_are_bounded_by_workers():
         outcomes = list(pool.map(lambda _: collector.collect(sub), range(4)))  # 8 children
     assert all(any(i.kind == "sim.output" and i.metrics["matches"] == 1.0 for i in items) for items in outcomes)
     assert launcher.running() == {"now": 0, "peak": 3}
+
+
+def test_job_folders_removed_in_the_background_are_all_gone_when_the_process_exits(tmp_path):
+    """Removal waits on the kernel's teardown of the child's mount namespace, so it runs on a background thread;
+    a process that exits right after queueing removals still leaves nothing behind."""
+    import subprocess
+    import sys
+
+    script = (
+        "import pathlib, tempfile\n"
+        "from evidence.sandbox.jobs import remove_later\n"
+        "for n in range(3):\n"
+        "    d = pathlib.Path(tempfile.mkdtemp(prefix='nki-job-kernel-'))\n"
+        "    for i in range(3000):\n"
+        "        (d / f'{i}.npy').write_bytes(b'x')\n"
+        "    remove_later(d)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    assert list(tmp_path.glob("nki-job-*")) == []
