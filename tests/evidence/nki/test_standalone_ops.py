@@ -387,7 +387,7 @@ def _run(body):
     (lambda t: nisa.tensor_tensor(sb(t.shape), t, t, nl.add, mask=None), "err_removed_argument"),
     (lambda t: nisa.tensor_copy(sb(t.shape), t, engine=2), "err_invalid_enum"),
     (lambda t: nisa.dma_copy(sb(t.shape, nl.bfloat16), t, dge_mode=nisa.dge_mode.hwdge), "err_dtype_mismatch"),
-    (lambda t: nisa.memset(sb(t.shape, nl.int32), 2.0), "err_dtype_mismatch"),
+    (lambda t: nisa.memset(sb(t.shape, nl.int32), 2.5), "err_dtype_mismatch"),
     (lambda t: nl.ndarray(t.shape, dtype=nl.float32, buffer="sbuf"), "err_invalid_buffer"),
     (lambda t: nisa.nc_matmul(sb((F, F)), t, t), "err_unsupported_memory"),  # TensorE writes PSUM
     (lambda t: nisa.tensor_tensor(sb((P, 8)), t, t, nl.add), "err_shape_mismatch"),

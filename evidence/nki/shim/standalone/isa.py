@@ -205,7 +205,9 @@ def dma_copy(dst=None, src=None, *args, **kwargs):
 
 
 def memset(dst=None, value=0, *args, **kwargs):
-    """Fill dst with a constant of dst's dtype (0.3+ rejects a float value for an integer dst)."""
+    """Fill dst with a constant of dst's dtype. A float with a fractional part cannot fill an integer dst;
+    an integral one (`value=0.0` into a uint16 index tile, as nki-library's MoE decode path writes) fills it
+    with that integer."""
     bound = _bind("memset", ("engine",), args, kwargs)
     st = _state.current()
     dt = dst.dtype
@@ -214,8 +216,7 @@ def memset(dst=None, value=0, *args, **kwargs):
     if _dt.is_int(dt) and isinstance(value, float) and not float(value).is_integer():
         raise st.error("err_dtype_mismatch", f"nisa.memset value {value!r} does not match the {_dt.name(dt)} dst")
     if _dt.is_int(dt) and isinstance(value, float):
-        raise st.error("err_dtype_mismatch", f"nisa.memset value {value!r} is a float for the {_dt.name(dt)} dst; "
-                       "pass an integer")
+        value = int(value)
     dispatch.call("nisa.memset", (tuple(dst.shape), value, dt), {"engine": bound.get("engine")}, into=dst)
 
 

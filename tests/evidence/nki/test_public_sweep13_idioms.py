@@ -1,0 +1,84 @@
+"""What the thirteenth public-kernel sweep found mishandled, each on a kernel written for the test."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from evidence.nki import load_kernel, simulate
+from evidence.nki.errors import SimulationError
+
+RNG = np.random.default_rng(113)
+
+# A MoE decode step gathering each token's top-k router affinities: the expert ids are narrowed to a uint16
+# index tile that starts as `memset(..., value=0.0)` (an integral float into an integer tile, as nki-library
+# writes it), transposed so GpSimd reads them token-major, gathered with local_gather into a 3-D tile through an
+# access pattern, and each token's row is shuffled onto its quadrant's partitions.
+TOPK_AFFINITY = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def topk_affinity(aff, idx):
+    T, E = aff.shape
+    K = idx.shape[1]
+    out = nl.ndarray((T, K), dtype=aff.dtype, buffer=nl.shared_hbm)
+    aff_sb = nl.ndarray((128, E), dtype=aff.dtype, buffer=nl.sbuf)
+    nisa.memset(aff_sb, value=0.0)
+    nisa.dma_copy(dst=aff_sb[0:T, 0:E], src=aff[0:T, 0:E])
+    idx_sb = nl.ndarray((T, K), dtype=idx.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx_sb, src=idx)
+    narrow = nl.ndarray((128, 16), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.memset(dst=narrow, value=0.0)
+    nisa.tensor_copy(dst=narrow[0:T, 0:K], src=idx_sb[0:T, 0:K])
+    token_major = nl.ndarray((128, 16), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.memset(dst=token_major, value=0.0)
+    flipped = nl.ndarray((16, 16), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.nc_transpose(dst=flipped, data=narrow[0:16, 0:16], engine=nisa.vector_engine)
+    nisa.tensor_copy(dst=token_major[0:16, 0:16], src=flipped)
+    picked = nl.ndarray((128, 16, 16), dtype=aff.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=picked, value=0.0)
+    nisa.local_gather(dst=picked.ap([[256, 128], [1, 256]]), src_buffer=aff_sb, index=token_major,
+                      num_elem_per_idx=1, num_valid_indices=256)
+    for t in range(T):
+        lined_up = nl.ndarray((128, 16), dtype=aff.dtype, buffer=nl.sbuf)
+        nisa.nc_stream_shuffle(src=picked[:, t % 16, :], dst=lined_up, shuffle_mask=[t % 32] * 32)
+        first = (t // 32) * 32
+        nisa.dma_copy(dst=out[t:t + 1, :], src=lined_up[first:first + 1, 0:K])
+    return out
+
+
+@nki.jit
+def fill(x, value):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=value)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+@pytest.mark.parametrize("T, E, K", [(4, 8, 2), (13, 16, 3)])
+def test_topk_affinity_gather_from_a_float_zeroed_index_tile_matches_numpy(T, E, K):
+    aff = RNG.random((T, E)).astype(ml_dtypes.bfloat16)
+    idx = np.stack([RNG.permutation(E)[:K] for _ in range(T)]).astype(np.int32)
+    sim = simulate(load_kernel(TOPK_AFFINITY, display="topk.py").topk_affinity, aff, idx)
+    np.testing.assert_array_equal(sim.outputs[0], np.take_along_axis(aff, idx, 1))
+    assert not sim.report.findings
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int32, np.int8])
+def test_memset_of_an_integral_float_fills_an_integer_tile_with_that_integer(dtype):
+    x = np.zeros((16, 8), dtype)
+    sim = simulate(load_kernel(TOPK_AFFINITY, display="topk.py").fill, x, 3.0)
+    np.testing.assert_array_equal(sim.outputs[0], np.full_like(x, 3))
+
+
+def test_memset_of_a_fractional_float_into_an_integer_tile_still_stops_at_its_line():
+    with pytest.raises(SimulationError) as err:
+        simulate(load_kernel(TOPK_AFFINITY, display="topk.py").fill, np.zeros((16, 8), np.int32), 2.5)
+    line = TOPK_AFFINITY.splitlines().index("    nisa.memset(dst=t, value=value)") + 1
+    assert err.value.code == "err_dtype_mismatch" and err.value.line == line
