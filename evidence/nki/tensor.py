@@ -22,7 +22,7 @@ from evidence.nki import dtypes
 from evidence.nki import state as _state
 from evidence.nki import access_pattern, coverage, dispatch, overwrites, subscripts, undefined, view_methods, write_records
 from evidence.nki.alloc import HBM_KINDS, ONCHIP, Alloc
-from evidence.nki.errors import UnsupportedMethodError
+from evidence.nki.errors import UnsupportedMethodError, UnsupportedOpError
 from evidence.nki.host_access import HostAccessGuard
 from evidence.nki.indexing import fit_mask, full_mask
 from evidence.nki.tensor_operators import TensorOperators
@@ -403,7 +403,12 @@ class Tensor(TensorOperators, HostAccessGuard):
         except ValueError as exc:
             raise st.error("err_invalid_access_pattern", str(exc)) from None
         if dtype is not None and dtypes.storage(dtypes.resolve(dtype)) != dtypes.storage(dtypes.resolve(self.dtype)):
-            return self._reinterpreting_ap(pattern, shape, steps, offset, dtypes.resolve(dtype))
+            return self._reinterpreting_ap(pattern, shape, steps, offset, dtypes.resolve(dtype), scalar_offset,
+                                           vector_offset, indirect_dim)
+        if self.reinterpreted and dtypes.storage(dtypes.resolve(self.dtype)) != self.alloc.data.dtype:
+            # `.view(dt).ap(...)`: the pattern counts elements of the view's dtype, not of the allocation's
+            return self._reinterpreting_ap(pattern, shape, steps, offset, dtypes.resolve(self.dtype), scalar_offset,
+                                           vector_offset, indirect_dim)
         if not st.trace_only and not base.flags.c_contiguous:
             raise st.error("err_invalid_access_pattern", f"'.ap' needs a contiguous tensor, {self!r} is not")
         # where this view begins: its data, or in trace-only mode (no data) a bookkeeping array shaped alike
@@ -473,19 +478,30 @@ class Tensor(TensorOperators, HostAccessGuard):
             alloc.unwritten -= fresh_
         write_records.settle(alloc)
 
-    def _reinterpreting_ap(self, pattern, shape, steps, offset, dt) -> Tensor:
-        """`.ap(..., dtype=)` with another dtype: the documented reinterpret cast, the pattern and offset counted
-        in elements of the new dtype over the same bytes. Like a `.view(dtype)`, it keeps no written-element
-        bookkeeping (defined bytes read as another type can be NaN patterns)."""
+    def _reinterpreting_ap(self, pattern, shape, steps, offset, dt, scalar_offset=None, vector_offset=None,
+                           indirect_dim=0) -> Tensor:
+        """`.ap(..., dtype=)` with another dtype, or `.ap()` on a `.view(dtype)`: the documented reinterpret cast,
+        the pattern, offset and a scalar_offset's rows counted in elements of the new dtype over the same bytes.
+        Like a `.view(dtype)`, it keeps no written-element bookkeeping (defined bytes read as another type can be
+        NaN patterns)."""
         st = self.alloc.state
-        old = dtypes.storage(dtypes.resolve(self.dtype)).itemsize
+        old = self.alloc.data.itemsize if self.alloc.data is not None else \
+            dtypes.storage(dtypes.resolve(self.alloc.dtype)).itemsize
         d = dtypes.storage(dt)
+        if vector_offset is not None:
+            raise UnsupportedOpError("unsupported_op", "'.ap(vector_offset=)' over a view of the bytes as another "
+                                     f"dtype ({dt}) is not simulated; gather in the tensor's own dtype", *st.where())
         total = int(np.prod(self.alloc.shape, dtype=np.int64)) * old
         if total % d.itemsize:
             raise st.error("err_invalid_access_pattern", f"a {total}-byte tensor is not a whole number of {dt} elements")
         size = total // d.itemsize
         begin = 0 if st.trace_only else access_pattern.start_of(self.data, self.alloc.data) * old
         start = begin // d.itemsize + int(offset)
+        if scalar_offset is not None:  # whole rows of indirect_dim of the view .ap is called on, in bytes
+            dim = int(indirect_dim)
+            row_bytes = self.data.strides[dim] if not st.trace_only and self.data.ndim > dim else \
+                int(np.prod(self.shape[dim + 1:], dtype=np.int64)) * dtypes.storage(dtypes.resolve(self.dtype)).itemsize
+            start += _scalar(scalar_offset) * (row_bytes // d.itemsize)
         outside = access_pattern.unaddressable(st, pattern, start, shape, steps, size, dt, self.alloc.buffer,
                                                f"a {size}-element {dt} view of the tensor's bytes")
         if outside is not None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from evidence.nki import load_kernel, simulate
-from evidence.nki.errors import SimulationError
+from evidence.nki.errors import SimulationError, UnsupportedOpError
 
 RNG = np.random.default_rng(113)
 
@@ -82,3 +82,105 @@ def test_memset_of_a_fractional_float_into_an_integer_tile_still_stops_at_its_li
         simulate(load_kernel(TOPK_AFFINITY, display="topk.py").fill, np.zeros((16, 8), np.int32), 2.5)
     line = TOPK_AFFINITY.splitlines().index("    nisa.memset(dst=t, value=value)") + 1
     assert err.value.code == "err_dtype_mismatch" and err.value.line == line
+
+
+# A paged fp8 KV cache read two tokens at a time as bf16 (nki-library's packed-fp8 segmented attention): the
+# cache is reshaped to rows, viewed as bf16 (one element per fp8 pair), and a block is picked with `.ap()` whose
+# pattern, offset and run-time `scalar_offset` count bf16 elements and rows of that view; the tile is then viewed
+# back as fp8. Also the same read through `.ap(dtype=)` on the fp8 rows.
+PACKED_CACHE = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def packed_block(cache, blk, through_ap_dtype):
+    nb, half, d, two = cache.shape
+    out = nl.ndarray((half, d * 2), dtype=cache.dtype, buffer=nl.shared_hbm)
+    rows = cache.reshape((nb * half, d * 2))
+    first = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=first, src=blk)
+    nisa.tensor_scalar(dst=first, data=first, op0=nl.multiply, operand0=half)
+    pairs = nl.ndarray((half, d), dtype=nl.bfloat16, buffer=nl.sbuf)
+    if through_ap_dtype:
+        src = rows.ap(pattern=[[d, half], [1, d]], offset=0, scalar_offset=first, indirect_dim=0, dtype=nl.bfloat16)
+    else:
+        src = rows.view(nl.bfloat16).ap(pattern=[[d, half], [1, d]], offset=0, scalar_offset=first, indirect_dim=0)
+    nisa.dma_copy(dst=pairs, src=src)
+    back = nl.ndarray((half, d * 2), dtype=cache.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=back, src=pairs.view(cache.dtype))
+    nisa.dma_copy(dst=out, src=back)
+    return out
+
+
+@nki.jit
+def rows_of_view(x, off):
+    P, F = x.shape
+    out = nl.ndarray((2, F // 2), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((2, F // 2), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], offset=off))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def gathered_rows_of_view(x, ids):
+    P, F = x.shape
+    out = nl.ndarray((2, F // 2), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    i = nl.ndarray((2, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=ids)
+    t = nl.ndarray((2, F // 2), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], vector_offset=i))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+@pytest.mark.parametrize("through_ap_dtype", [False, True], ids=["view-then-ap", "ap-dtype"])
+@pytest.mark.parametrize("blk", [0, 3])
+def test_packed_fp8_cache_block_read_as_bf16_keeps_its_bytes(blk, through_ap_dtype):
+    cache = RNG.standard_normal((5, 8, 16, 2)).astype(ml_dtypes.float8_e4m3fn)
+    sim = simulate(load_kernel(PACKED_CACHE, display="packed.py").packed_block, cache,
+                   np.array([[blk]], np.int32), through_ap_dtype)
+    np.testing.assert_array_equal(sim.outputs[0].view(np.uint8), cache[blk].reshape(8, 32).view(np.uint8))
+
+
+@pytest.mark.parametrize("off", [0, 8])
+def test_access_pattern_on_a_dtype_view_counts_elements_of_the_view(off):
+    x = RNG.standard_normal((6, 8)).astype(ml_dtypes.float8_e4m3fn)
+    sim = simulate(load_kernel(PACKED_CACHE, display="packed.py").rows_of_view, x, off)
+    np.testing.assert_array_equal(sim.outputs[0].view(np.uint8), x.view(np.uint8)[off // 4:off // 4 + 2])
+
+
+def test_vector_offset_over_a_dtype_view_stops_as_not_simulated():
+    x = RNG.standard_normal((6, 8)).astype(ml_dtypes.float8_e4m3fn)
+    with pytest.raises(UnsupportedOpError) as err:
+        simulate(load_kernel(PACKED_CACHE, display="packed.py").gathered_rows_of_view, x,
+                 np.array([[1], [4]], np.int32))
+    assert err.value.code == "unsupported_op" and "vector_offset" in err.value.message
+    assert err.value.line == PACKED_CACHE.splitlines().index(
+        "    nisa.dma_copy(dst=t, src=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], vector_offset=i))") + 1
+
+
+SAME_WIDTH_VIEW = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def float_bits(x):
+    P, F = x.shape
+    out = nl.ndarray((P, F), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.view(nl.int32).ap(pattern=[[F, P], [1, F]], offset=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_access_pattern_on_a_same_width_dtype_view_reads_the_bits():
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    sim = simulate(load_kernel(SAME_WIDTH_VIEW, display="bits.py").float_bits, x)
+    np.testing.assert_array_equal(sim.outputs[0], x.view(np.int32))
