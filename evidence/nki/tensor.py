@@ -436,10 +436,13 @@ class Tensor(TensorOperators, HostAccessGuard):
                 raise st.error("err_invalid_access_pattern", f"vector_offset holds {rows.size} rows for "
                                f"{shape[0]} partitions")
             flat = access_pattern.gathered(start, shape, steps, rows.astype(np.int64), row)
-            if flat.size and (flat.min() < 0 or flat.max() >= size):
-                raise st.error("err_tensor_access_out_of_bound", f"access pattern {pattern} with vector_offset "
-                               f"rows [{int(rows.min())}, {int(rows.max())}] leaves tensor {list(self.alloc.shape)}")
-            idx = np.unravel_index(flat, self.alloc.shape)
+            outside = (flat < 0) | (flat >= size)
+            idx = np.unravel_index(np.where(outside, 0, flat), self.alloc.shape)
+            if outside.any():
+                # an element past the tensor is an error where an instruction reads it, unless its DMA skips
+                # out-of-range elements (`oob_mode=oob_mode.skip`, as nki-library's MoE kernels pass -1 rows):
+                # its first index is put outside the tensor so the instruction's bounds check sees it
+                idx = (np.where(outside, -1, idx[0]),) + tuple(idx[1:])
             return Tensor(self.alloc, None, shape, 0, adv=(Tensor.whole(self.alloc), idx, shape))
         outside = access_pattern.unaddressable(st, pattern, start, shape, steps, size, self.dtype, self.alloc.buffer,
                                                f"tensor {list(self.alloc.shape)} ({size} elements)")

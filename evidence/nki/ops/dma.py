@@ -118,7 +118,7 @@ def exec_dma_compute(st, c: Call) -> None:
     dst.write(total, accumulate=True)
 
 
-def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, **_):
+def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, oob_mode=None, **_):
     src = tile(st, src, "dma_transpose", "src", ANY)
     nd = len(src.shape)
     # the documented default permutation: [1, 0], [2, 1, 0] and, for a 4-d tile, [3, 1, 2, 0] (not the reversal)
@@ -131,14 +131,20 @@ def check_dma_transpose(st, src, *, axes=None, mask=None, dtype=None, **_):
     c.mask = op_mask(st, mask)
     c.ins = [src]
     c.p["axes"] = axes
+    # `oob_mode=oob_mode.skip` over an indirect source: rows whose run-time index is past the tensor are not
+    # moved, and the destination keeps its contents there (the skipped source elements, transposed)
+    c.p["src_mask"] = oob_skip(st, src, None, oob_mode) if src.adv is not None else None
+    if c.p["src_mask"] is not None:
+        moved = np.transpose(full_mask(c.p["src_mask"], src.shape), axes)
+        c.mask = moved if c.mask is None else moved & full_mask(c.mask, shape)
     c.out = c.result = fresh(st, shape, resolve_dtype(st, dtype, src.dtype))
     if src.alloc.buffer in HBM_KINDS:
-        track_load(st, src, None)
+        track_load(st, src, c.p["src_mask"])
     return c
 
 
 def exec_dma_transpose(st, c: Call) -> None:
-    set_result(c.out, np.transpose(c.ins[0].read(), c.p["axes"]), c.mask)
+    set_result(c.out, np.transpose(c.ins[0].read(c.p["src_mask"]), c.p["axes"]), c.mask)
 
 
 def check_atomic_rmw(st, dst, value, op, *, mask=None, **_):

@@ -184,3 +184,75 @@ def test_access_pattern_on_a_same_width_dtype_view_reads_the_bits():
     x = RNG.standard_normal((4, 8)).astype(np.float32)
     sim = simulate(load_kernel(SAME_WIDTH_VIEW, display="bits.py").float_bits, x)
     np.testing.assert_array_equal(sim.outputs[0], x.view(np.int32))
+
+
+# Padding slots of a MoE block carry token row -1 (nki-library clamps its token ids with `maximum -1`): the
+# gathers read them through `.ap(vector_offset=)` and let the DMA skip them (`oob_mode.skip`), so the destination
+# keeps its zeros there. The same gather without skip stops at the DMA, not where the pattern is built.
+PADDED_GATHER = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+from nki.isa.constants import oob_mode
+
+
+@nki.jit
+def token_rows(a, rows, skip):
+    B = rows.shape[0]
+    out = nl.ndarray((B, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nl.ndarray((B, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r, src=rows)
+    nisa.tensor_scalar(dst=r, data=r, op0=nl.maximum, operand0=-1)
+    v = nl.ndarray((B, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(v, value=0.0)
+    src = a.ap(pattern=[[a.shape[1], B], [1, 1]], offset=0, vector_offset=r, indirect_dim=0)
+    nisa.dma_copy(dst=v, src=src, oob_mode=oob_mode.skip if skip else oob_mode.error)
+    nisa.dma_copy(dst=out, src=v)
+    return out
+
+
+@nki.jit
+def token_rows_transposed(w, rows):
+    R, C = w.shape
+    L = rows.shape[0]
+    out = nl.ndarray((C, L), dtype=w.dtype, buffer=nl.shared_hbm)
+    r = nl.ndarray((L, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r, src=rows)
+    t = nl.ndarray((C, 1, L), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.memset(t, value=0.0)
+    nisa.dma_transpose(dst=t.ap(pattern=[[L, C], [L, 1], [1, L]], offset=0),
+                       src=w.reshape((R, 1, C)).ap(pattern=[[C, L], [C, 1], [1, C]], offset=0, vector_offset=r,
+                                                   indirect_dim=0),
+                       axes=(2, 1, 0), oob_mode=oob_mode.skip)
+    o = nl.ndarray((C, L), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=t.reshape((C, L)))
+    nisa.dma_copy(dst=out, src=o)
+    return out
+'''
+
+
+def test_rows_past_the_tensor_are_skipped_by_an_oob_skip_dma_copy():
+    a = RNG.standard_normal((10, 1)).astype(np.float32)
+    rows = np.array([[3], [-1], [9], [-5], [0]], np.int32)
+    sim = simulate(load_kernel(PADDED_GATHER, display="padded.py").token_rows, a, rows, True)
+    np.testing.assert_array_equal(sim.outputs[0], np.where(rows >= 0, a[np.maximum(rows, 0)[:, 0]], 0))
+    assert not sim.report.findings
+
+
+def test_rows_past_the_tensor_without_skip_stop_at_the_dma_line():
+    a = RNG.standard_normal((10, 1)).astype(np.float32)
+    with pytest.raises(SimulationError) as err:
+        simulate(load_kernel(PADDED_GATHER, display="padded.py").token_rows, a,
+                 np.array([[3], [-1], [9], [12], [0]], np.int32), False)
+    assert err.value.code == "err_tensor_access_out_of_bound"
+    assert err.value.line == PADDED_GATHER.splitlines().index(
+        "    nisa.dma_copy(dst=v, src=src, oob_mode=oob_mode.skip if skip else oob_mode.error)") + 1
+
+
+def test_rows_past_the_tensor_are_skipped_by_an_oob_skip_dma_transpose():
+    w = RNG.standard_normal((20, 32)).astype(ml_dtypes.bfloat16)
+    rows = np.array([5, -1, 19, 20, 0, 7, -1, 3], np.int32).reshape(8, 1)
+    sim = simulate(load_kernel(PADDED_GATHER, display="padded.py").token_rows_transposed, w, rows)
+    keep = (rows[:, 0] >= 0) & (rows[:, 0] < 20)
+    ref = np.where(keep[None, :], w[np.clip(rows[:, 0], 0, 19)].T, 0)
+    np.testing.assert_array_equal(sim.outputs[0], ref.astype(w.dtype))
