@@ -62,7 +62,9 @@ def check_dst_first(tree: ast.AST, display: str) -> None:
     statements = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in isa and node.func.attr not in _RETURNING and id(node) not in statements):
+                and node.func.value.id in isa and node.func.attr not in _RETURNING
+                and not node.func.attr.startswith("get_")  # target queries return values (get_nc_sub_version)
+                and id(node) not in statements):
             raise KernelLoadError(
                 "err_dst_first_result_used",
                 f"nisa.{node.func.attr}(...) returns nothing in the standalone nki dialect (nki 0.3+): pass the "

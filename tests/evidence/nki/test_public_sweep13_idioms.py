@@ -256,3 +256,43 @@ def test_rows_past_the_tensor_are_skipped_by_an_oob_skip_dma_transpose():
     keep = (rows[:, 0] >= 0) & (rows[:, 0] < 20)
     ref = np.where(keep[None, :], w[np.clip(rows[:, 0], 0, 19)].T, 0)
     np.testing.assert_array_equal(sim.outputs[0], ref.astype(w.dtype))
+
+
+# nki-library's constant-max attention picks its exp engine from the target: `get_nc_version()` and, on gen4, the
+# sub-version. A target query returns a value in nki 0.3+; the dst-first check must not refuse the file.
+SUB_VERSION = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def vector_exp_available():
+    return nisa.get_nc_version() == nisa.nc_version.gen4 and nisa.get_nc_sub_version() == 1
+
+
+@nki.jit
+def maybe_scaled(x):
+    P, F = x.shape
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    if vector_exp_available():
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_a_target_query_whose_value_is_used_loads_and_runs_where_it_is_not_reached():
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    sim = simulate(load_kernel(SUB_VERSION, display="subver.py").maybe_scaled, x, target="trn2")
+    np.testing.assert_array_equal(sim.outputs[0], x)
+
+
+def test_the_sub_version_query_itself_stops_as_not_simulated_at_its_line():
+    with pytest.raises(UnsupportedOpError) as err:
+        simulate(load_kernel(SUB_VERSION, display="subver.py").maybe_scaled,
+                 np.zeros((4, 8), np.float32), target="trn3")
+    assert err.value.code == "unsupported_op" and "get_nc_sub_version" in err.value.message
+    assert err.value.line == SUB_VERSION.splitlines().index(
+        "    return nisa.get_nc_version() == nisa.nc_version.gen4 and nisa.get_nc_sub_version() == 1") + 1
