@@ -315,6 +315,10 @@ class Tensor(TensorOperators, HostAccessGuard):
         elif mask is None and self.alloc.origin is not None and self.size == self.alloc.data.size:
             self.alloc.origin = None  # wholly overwritten by defined values
         if self.adv is not None:
+            if self.reinterpreted:
+                raise UnsupportedOpError("unsupported_op", "a write through '.ap(vector_offset=)' over a view of the "
+                                         f"bytes as another dtype ({dtypes.name(self.dtype)}) is not simulated",
+                                         *st.where())
             parent, idx, m, grid = self.locate(mask)
             value = np.broadcast_to(value, self.shape).reshape(grid) if np.ndim(value) else value
             if m is not None:
@@ -491,20 +495,21 @@ class Tensor(TensorOperators, HostAccessGuard):
         old = self.alloc.data.itemsize if self.alloc.data is not None else \
             dtypes.storage(dtypes.resolve(self.alloc.dtype)).itemsize
         d = dtypes.storage(dt)
-        if vector_offset is not None:
-            raise UnsupportedOpError("unsupported_op", "'.ap(vector_offset=)' over a view of the bytes as another "
-                                     f"dtype ({dt}) is not simulated; gather in the tensor's own dtype", *st.where())
         total = int(np.prod(self.alloc.shape, dtype=np.int64)) * old
         if total % d.itemsize:
             raise st.error("err_invalid_access_pattern", f"a {total}-byte tensor is not a whole number of {dt} elements")
         size = total // d.itemsize
         begin = 0 if st.trace_only else access_pattern.start_of(self.data, self.alloc.data) * old
         start = begin // d.itemsize + int(offset)
-        if scalar_offset is not None:  # whole rows of indirect_dim of the view .ap is called on, in bytes
-            dim = int(indirect_dim)
-            row_bytes = self.data.strides[dim] if not st.trace_only and self.data.ndim > dim else \
-                int(np.prod(self.shape[dim + 1:], dtype=np.int64)) * dtypes.storage(dtypes.resolve(self.dtype)).itemsize
+        dim = int(indirect_dim)  # whole rows of indirect_dim of the view .ap is called on, in bytes
+        row_bytes = self.data.strides[dim] if not st.trace_only and self.data.ndim > dim else \
+            int(np.prod(self.shape[dim + 1:], dtype=np.int64)) * dtypes.storage(dtypes.resolve(self.dtype)).itemsize
+        if scalar_offset is not None:
             start += _scalar(scalar_offset) * (row_bytes // d.itemsize)
+        if vector_offset is not None:
+            if dim != 0:
+                raise st.error("err_invalid_access_pattern", "a vector_offset indexes dimension 0 only")
+            return self._reinterpreting_gather(vector_offset, start, shape, steps, row_bytes // d.itemsize, dt, size)
         outside = access_pattern.unaddressable(st, pattern, start, shape, steps, size, dt, self.alloc.buffer,
                                                f"a {size}-element {dt} view of the tensor's bytes")
         if outside is not None:
@@ -518,6 +523,26 @@ class Tensor(TensorOperators, HostAccessGuard):
         r = Tensor(self.alloc, data, shape, 0)
         r.dtype = dt
         r.reinterpreted = True
+        return r
+
+    def _reinterpreting_gather(self, vector_offset, start, shape, steps, row, dt, size) -> Tensor:
+        """`.ap(vector_offset=)` over the bytes as another dtype (nki-library transposes its packed-fp8 KV cache
+        blocks as bf16 this way): a gather whose parent is the whole allocation as a flat `dt` array. Rows past
+        the tensor get index -1, out of bounds where a DMA reads them unless it skips them."""
+        st = self.alloc.state
+        rows = vector_offset.as_index() if isinstance(vector_offset, Tensor) else np.asarray(vector_offset)
+        rows = np.moveaxis(rows, 0, -1).reshape(-1) if rows.ndim > 1 else rows.reshape(-1)
+        if rows.size != shape[0]:
+            raise st.error("err_invalid_access_pattern", f"vector_offset holds {rows.size} rows for {shape[0]} "
+                           "partitions")
+        flat = access_pattern.gathered(start, shape, steps, rows.astype(np.int64), row)
+        flat = np.where((flat < 0) | (flat >= size), -1, flat)
+        d = dtypes.storage(dt)
+        data = np.zeros((size,), d) if st.trace_only else self.alloc.data.reshape(-1).view(d)
+        parent = Tensor(self.alloc, data, (size,), 0)
+        parent.dtype, parent.reinterpreted = dt, True
+        r = Tensor(self.alloc, None, shape, 0, adv=(parent, (flat,), shape))
+        r.dtype, r.reinterpreted, r.indirect = dt, True, True
         return r
 
     def mark_written(self, mask: np.ndarray | None = None) -> None:

@@ -134,6 +134,17 @@ def gathered_rows_of_view(x, ids):
     nisa.dma_copy(dst=t, src=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], vector_offset=i))
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def scatter_rows_of_view(x, ids):
+    P, F = x.shape
+    i = nl.ndarray((2, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=ids)
+    t = nl.ndarray((2, F // 2), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(t, value=0.0)
+    nisa.dma_copy(dst=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], vector_offset=i), src=t)
+    return x
 '''
 
 
@@ -153,14 +164,21 @@ def test_access_pattern_on_a_dtype_view_counts_elements_of_the_view(off):
     np.testing.assert_array_equal(sim.outputs[0].view(np.uint8), x.view(np.uint8)[off // 4:off // 4 + 2])
 
 
-def test_vector_offset_over_a_dtype_view_stops_as_not_simulated():
+def test_vector_offset_over_a_dtype_view_gathers_rows_of_the_view():
+    x = RNG.standard_normal((6, 8)).astype(ml_dtypes.float8_e4m3fn)
+    sim = simulate(load_kernel(PACKED_CACHE, display="packed.py").gathered_rows_of_view, x,
+                   np.array([[4], [1]], np.int32))
+    np.testing.assert_array_equal(sim.outputs[0].view(np.uint8), x.view(np.uint8)[[4, 1]])
+
+
+def test_a_write_through_a_gather_over_a_dtype_view_stops_as_not_simulated():
     x = RNG.standard_normal((6, 8)).astype(ml_dtypes.float8_e4m3fn)
     with pytest.raises(UnsupportedOpError) as err:
-        simulate(load_kernel(PACKED_CACHE, display="packed.py").gathered_rows_of_view, x,
-                 np.array([[1], [4]], np.int32))
+        simulate(load_kernel(PACKED_CACHE, display="packed.py").scatter_rows_of_view, x,
+                 np.array([[4], [1]], np.int32))
     assert err.value.code == "unsupported_op" and "vector_offset" in err.value.message
     assert err.value.line == PACKED_CACHE.splitlines().index(
-        "    nisa.dma_copy(dst=t, src=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], vector_offset=i))") + 1
+        "    nisa.dma_copy(dst=x.view(nl.bfloat16).ap(pattern=[[F // 2, 2], [1, F // 2]], vector_offset=i), src=t)") + 1
 
 
 SAME_WIDTH_VIEW = '''
