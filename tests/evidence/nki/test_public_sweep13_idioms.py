@@ -314,3 +314,20 @@ def test_the_sub_version_query_itself_stops_as_not_simulated_at_its_line():
     assert err.value.code == "unsupported_op" and "get_nc_sub_version" in err.value.message
     assert err.value.line == SUB_VERSION.splitlines().index(
         "    return nisa.get_nc_version() == nisa.nc_version.gen4 and nisa.get_nc_sub_version() == 1") + 1
+
+
+@pytest.mark.parametrize("name", ["view-then-ap", "ap-dtype", "gather", "transpose-skip"])
+def test_reinterpreted_and_skipped_accesses_also_trace_without_data(name):
+    cache = np.zeros((5, 8, 16, 2), ml_dtypes.float8_e4m3fn)
+    packed = load_kernel(PACKED_CACHE, display="packed.py")
+    runs = {
+        "view-then-ap": (packed.packed_block, (cache, np.array([[3]], np.int32), False)),
+        "ap-dtype": (packed.packed_block, (cache, np.array([[3]], np.int32), True)),
+        "gather": (packed.gathered_rows_of_view, (np.zeros((6, 8), ml_dtypes.float8_e4m3fn),
+                                                  np.array([[4], [1]], np.int32))),
+        "transpose-skip": (load_kernel(PADDED_GATHER, display="padded.py").token_rows_transposed,
+                           (np.zeros((20, 32), ml_dtypes.bfloat16), np.array([[5], [-1], [19], [20]], np.int32))),
+    }
+    fn, args = runs[name]
+    sim = simulate(fn, *args, trace_only=True)
+    assert not sim.report.findings
