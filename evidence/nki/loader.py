@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evidence.nki import dialect as _dialect
+from evidence.nki import import_failure as _import_failure
 from evidence.nki import state as _state
 from evidence.nki.errors import EvidenceError, KernelLoadError
 
@@ -216,6 +217,9 @@ def _import_message(exc: Exception) -> str:
     module and file, and the message says what it can mean."""
     shim = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
     missing = getattr(exc, "msg", "")
+    absent = _import_failure.limit_message(exc) if isinstance(exc, ImportError) else None
+    if absent is not None:
+        return absent
     if not (shim and shim.startswith("evidence.nki.shim") and missing.startswith("cannot import name ")):
         return f"{type(exc).__name__}: {exc}"
     alias = next((n for n, m in sys.modules.items() if getattr(m, "__name__", None) == shim and n != shim), shim)
@@ -282,6 +286,9 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
             sys.meta_path.insert(0, finder)
         try:
             _execute(module, tree, source, filename, display)
+        except KernelLoadError as exc:
+            _blame_submission(exc, finder)
+            raise
         finally:
             _state.set_loading_target(prev_target)
             if finder is not None:
@@ -294,6 +301,18 @@ def load_kernel(path_or_source, *, filename: str | None = None, display: str | N
     module.__nki_mixed__ = mixed
     module.__nki_modules__ = modules  # put back in sys.modules while the kernel runs (imports in its body)
     return module
+
+
+def _blame_submission(exc: KernelLoadError, finder: _SubmissionModules | None) -> None:
+    """An import of the submission's own namespace that fails is the kernel's defect, not the sandbox's
+    missing package (evidence.nki.import_failure): recode `exc` in place."""
+    cause = exc.__cause__
+    if exc.code != "import_error" or not isinstance(cause, ImportError) or finder is None:
+        return
+    found = _import_failure.classify(cause, finder.root, finder.package, set(finder.loaded))
+    if found is not None:
+        exc.code, exc.message = found
+        exc.args = (str(exc),)
 
 
 def _subpackage(path_or_source, root: Path) -> str:
