@@ -62,9 +62,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.nki.dtypes import significand_bits
 from evidence.nki.trace_items import repeats_small_transfers
 
-CORROBORATION_VERSION = "7"
+CORROBORATION_VERSION = "8"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -91,8 +92,6 @@ _IMPACT_WHATIFS = {"nki.load-transpose-in-loop": "dma-transpose"}
 # From this speedup the rubric takes time for small transfers on the cost model's word (its `small-dma` what-if
 # rule); under it the fix is headroom a reviewer calls small, and the static finding takes no point of its own
 MATERIAL_TRANSFER_SPEEDUP = 1.3
-# Significant bits (with the implicit one) of output dtypes: half a unit roundoff is 2**-(bits + 1).
-_SIGNIFICAND_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
 
 
 class _Trace:
@@ -167,7 +166,8 @@ def _measured(outputs: list[EvidenceItem]) -> tuple[str, str]:
     if not outputs:
         return "unchecked", "no output compared with the reference"
     for o in outputs:
-        bits = _SIGNIFICAND_BITS.get(o.labels.get("dtype", ""))
+        # significant bits (with the implicit one) of the output's dtype: half a unit roundoff is 2**-(bits + 1)
+        bits = significand_bits(o.labels.get("dtype", ""))
         rel = o.metrics.get("rel_l2")
         if bits is None or rel is None:
             continue

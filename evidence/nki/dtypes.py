@@ -224,3 +224,41 @@ def promote(a: object, b: object) -> np.dtype | _TF32:
     if pair is not None and pair <= {float8_e4m3, float8_e5m2} | {float16, bfloat16}:
         return a if _FLOAT_RANK[a] > _FLOAT_RANK[b] else b
     return a if _FLOAT_RANK.get(a, 3) >= _FLOAT_RANK.get(b, 3) else b
+
+
+# Names benchmark claims and notes write for dtypes (claims files: `dtype = "bf16"`); `fp8` is the IEEE-style
+# e4m3 NKI calls float8_e4m3, and `fp8_<variant>` the float8_<variant> of that name.
+DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "f16": "float16", "half": "float16",
+                 "bf16": "bfloat16", "fp8": "float8_e4m3", "tf32": "tfloat32", "fp64": "float64", "double": "float64"}
+
+
+def canonical_name(text: str | None) -> str | None:
+    """A dtype name as written (`BF16`, `fp8_e4m3fn`, `float8_e4m3`) in the form `significand_bits` reads."""
+    if not text:
+        return None
+    n = text.strip().lower()
+    if n.startswith("fp8_"):
+        n = "float8_" + n[4:]
+    return DTYPE_ALIASES.get(n, n)
+
+
+@functools.lru_cache(maxsize=128)
+def significand_bits(text: str | None) -> int | None:
+    """Significand bits with the implicit one (finfo's nmant + 1) of a float dtype name, None for anything else
+    (integers, the x4-packed MX words, unknown names). From ml_dtypes/numpy, so every fp8 variant ml_dtypes knows
+    (e4m3fn, e4m3fnuz, e5m2fnuz, e4m3b11fnuz, the MX scale e8m0fnu: 1) is covered; tfloat32 has 10 stored bits."""
+    n = canonical_name(text)
+    if n is None or n in PACKED:
+        return None
+    if n == "tfloat32":
+        return 11
+    try:
+        dt = np.dtype(getattr(ml_dtypes, n)) if hasattr(ml_dtypes, n) else np.dtype(n)
+    except TypeError:
+        return None
+    if dt.kind not in "fV" or not n.startswith(("float", "bfloat")):
+        return None
+    try:
+        return int(ml_dtypes.finfo(dt).nmant) + 1
+    except (TypeError, ValueError):
+        return None

@@ -55,13 +55,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evidence.nki.dtypes import significand_bits
 from evidence.numerics import conditioning
 from evidence.numerics.patterns import Pattern, mismatch_pattern
 
 # unit roundoff u = 2^-t (t significand bits including the implicit one); the OCP fp8 of nki 0.3+ (e4m3fn: max 448,
 # no inf) rounds like the IEEE-style e4m3 (max 240), and the MX scale e8m0fnu holds powers of two only (t = 1)
-SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8,
-                    "float8_e4m3": 4, "float8_e4m3fn": 4, "float8_e5m2": 3, "float8_e8m0fnu": 1}
+SIGNIFICAND_BITS = {n: significand_bits(n) for n in ("float64", "float32", "tfloat32", "float16", "bfloat16",
+                                                     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")}
 # per dtype (ml_dtypes' finfo): the exponent of the smallest normal (2^MIN_EXP; below it the spacing is the
 # subnormals' 2^(MIN_EXP - t + 1)) and the largest finite value
 MIN_EXP = {"float32": -126, "tfloat32": -126, "float16": -14, "bfloat16": -126, "float8_e4m3": -6,

@@ -37,6 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evidence.nki.dtypes import canonical_name, significand_bits
 from evidence.validation import one_line
 
 Metric = Literal["latency_us", "speedup", "tflops", "gbps"]
@@ -185,16 +186,13 @@ def file_level(gap: MethodGap, claim: Claim) -> bool:
     return not any(k in overridden for k in keys)
 
 
-_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
-_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
-            "fp8": "float8_e4m3", "tf32": "tfloat32"}
-
-
 def _dtype(name: str | None) -> str | None:
-    if not name:
-        return None
-    n = name.strip().lower()
-    return _ALIASES.get(n, n)
+    return canonical_name(name)
+
+
+def _bits(name: str) -> int:
+    """Significand bits of a dtype name; a name that is not a float dtype counts as float32 (no precision given up)."""
+    return significand_bits(name) or 24
 
 
 def _shapes(text: str | None) -> str:
@@ -209,7 +207,7 @@ def parity_gaps(claim: Claim, kernel_dtype: str | None, task_rtol: float | None,
     cand = _dtype(claim.dtype) or _dtype(kernel_dtype)
     base = _dtype(claim.baseline_dtype) or _dtype(noted_baseline_dtype)
     if cand and base and cand != base:
-        lower = _BITS.get(cand, 24) < _BITS.get(base, 24)
+        lower = _bits(cand) < _bits(base)
         if lower and task_rtol is None:
             gaps.append(MethodGap("precision_parity", "high",
                                   f"a {cand} candidate against a {base} baseline with no stated tolerance: the speed-up "

@@ -15,11 +15,11 @@ from typing import ClassVar
 
 from evidence.collector import Collector
 from evidence.model import EvidenceItem, Location, Severity, make_id
+from evidence.nki.dtypes import significand_bits
 from evidence.perf.claims import file_level, methodology_gaps, parity_gaps, parse_claims, physical_gaps
 from evidence.perf.notes import admissions, claims_free_text
 from evidence.submission import Submission
 
-_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
 _NOTE_SEVERITY = {"no_hardware": Severity.high, "model_figures": Severity.high, "baseline_precision": Severity.medium}
 _NOTE_TITLES = {
     "no_hardware": "the author writes that no Trainium device was used",
@@ -37,8 +37,9 @@ def _line_of(text: str, needle: str, default: int = 1) -> int:
 
 def kernel_dtype(submission: Submission) -> str | None:
     """The lowest-precision float dtype among the kernel's tensor inputs (the candidate's precision)."""
-    floats = [i.dtype for i in submission.manifest.inputs if i.is_tensor and i.dtype in _BITS]
-    return min(floats, key=_BITS.__getitem__) if floats else None
+    # an exponent-only dtype (the MX block scale float8_e8m0fnu, 1 bit) scales data, it is not what it computes in
+    floats = [i.dtype for i in submission.manifest.inputs if i.is_tensor and (significand_bits(i.dtype) or 0) > 1]
+    return min(floats, key=significand_bits) if floats else None
 
 
 class ClaimsCollector(Collector):
