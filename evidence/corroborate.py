@@ -48,6 +48,12 @@ what runs) or reached it legally, so the finding is lowered to low and labelled 
 the rubric's caps skip it. A finding in a loop (the simulator checks nl loops, not the Python `range` of a
 standalone kernel) or a `with`/`try`/`while` block is left as it is.
 
+An `undocumented-nki-api` call (label `form` = `call`) is judged the same way: the simulator stops with
+`undocumented_api` wherever such a call runs (a beta kernel), so after a completed run the call sat in a branch the
+task never takes (`if use_fast_exp:` with a False default): it is lowered to low, labelled `trace` = `not_traced`,
+and the rubric neither caps on it nor reads the criteria as unobserved (the run observed them). Imports of
+undocumented names always run and are left as they are.
+
 A `sim.output` outside the default element-wise tolerance on a few isolated elements (at most
 ISOLATED_FRACTION of them, no NaN, Inf or unwritten element), while its relative L2 error is within the
 dtype's bound and the error model finds every numerics trial of that output within expected variation
@@ -65,7 +71,7 @@ from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki.dtypes import significand_bits
 from evidence.nki.trace_items import repeats_small_transfers
 
-CORROBORATION_VERSION = "8"
+CORROBORATION_VERSION = "9"
 CONFLICT_KIND = "evidence.conflict"
 CONFLICT_DOC = ("a static finding the simulation's trace contradicts (labels: static and dynamic: the ids of the "
                 "items on each side; rule; reason): a reviewer decides which is right")
@@ -76,6 +82,7 @@ CORROBORATED = ("nki.thread-emulation", "nki.per-element-loop", *_LIMIT_RULES)
 MEASURED = ("nki.low-precision-accumulator", "nki.unstable-variance")
 REGIME_CLAIMS = ("nki.load-transpose-in-loop",)
 NESTED_SHARED_HBM = "nki.shared-hbm-nested"
+UNDOCUMENTED_API = "nki.undocumented-nki-api"
 # the scope of a nested shared_hbm allocation the simulator rejects wherever the compiler does: a helper function (a
 # loop is checked for nl loops only, not for the Python `range` a standalone kernel unrolls while tracing)
 _SIMULATOR_CHECKED_SCOPES = ("helper",)
@@ -237,6 +244,20 @@ def _shared_hbm_not_traced(item: EvidenceItem, trace: _Trace, stopped: bool) -> 
         "labels": {**item.labels, "trace": "not_traced", "trace_reason": reason}})
 
 
+def _undocumented_call_not_traced(item: EvidenceItem, trace: _Trace, stopped: bool) -> EvidenceItem | None:
+    """A call of an undocumented `nl.*` / `nisa.*` name the task's completed run never executed (see the module doc):
+    low, labelled `trace` = `not_traced`; None for an import (module code always runs), a run that stopped early or
+    no trace."""
+    if trace.summary is None or stopped or item.labels.get("form") != "call":
+        return None
+    reason = ("the simulation, which stops with undocumented_api where such a call runs (the compiler's tracer fails "
+              "there), ran this task to the end: its arguments do not reach this call (the compiler traces only what "
+              "runs)")
+    return item.model_copy(update={
+        "severity": Severity.low, "title": f"{item.title} (not reached by this task)",
+        "labels": {**item.labels, "trace": "not_traced", "trace_reason": reason}})
+
+
 def _measured_transfers(item: EvidenceItem, trace: _Trace, verdict: str | None) -> EvidenceItem:
     """`item` (a small-dma finding) labelled with the trace's verdict when its lines are in it (see the module doc)."""
     loc = item.location
@@ -298,6 +319,8 @@ def corroborate(items: Iterable[EvidenceItem], analyzer: str = f"corroboration@{
                 item = _impact(item, whatifs)
         if item.kind == NESTED_SHARED_HBM:
             item = _shared_hbm_not_traced(item, trace, stopped) or item
+        if item.kind == UNDOCUMENTED_API:
+            item = _undocumented_call_not_traced(item, trace, stopped) or item
         if item.kind == "nki.small-dma":
             item = _measured_transfers(item, trace, sizes)
             item = item.model_copy(update={"labels": {**item.labels, "whatif": transfer_whatif}})

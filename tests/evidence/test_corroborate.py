@@ -271,3 +271,19 @@ def test_isolated_outliers_stay_isolated_when_the_error_model_cannot_judge_the_o
                   [_mismatch(23 / 262144, rel_l2=0.9), _numerics("cannot_tell", bound="vacuous")]):  # a lost term
         out = corroborate(items)[0]
         assert "outliers" not in out.labels and out.severity == "high", items
+
+
+def test_an_undocumented_call_a_completed_run_never_reached_is_low_and_not_traced():
+    from evidence.model import Severity
+
+    call = _item("nki.undocumented-nki-api", 14, labels={"api": "nl.fast_exp", "form": "call"}).model_copy(
+        update={"severity": Severity.high})
+    imported = _item("nki.undocumented-nki-api", 3, labels={"api": "neuronxcc.nki.ops", "form": "import"},
+                     ident="imp").model_copy(update={"severity": Severity.high})
+    out = {i.id: i for i in corroborate([TRACE, call, imported])}
+    assert out[call.id].labels["trace"] == "not_traced" and out[call.id].severity == Severity.low
+    assert "trace" not in out["imp"].labels and out["imp"].severity == Severity.high  # module code always runs
+    stop = _item("sim.error", 14, labels={"code": "undocumented_api"})
+    stopped = {i.id: i for i in corroborate([TRACE, call, stop])}
+    assert "trace" not in stopped[call.id].labels and stopped[call.id].severity == Severity.high
+    assert "trace" not in {i.id: i for i in corroborate([call])}[call.id].labels  # no trace: nothing to tell

@@ -50,7 +50,8 @@ class UndocumentedNkiApi(Rule):
     No Neuron SDK traces a call of such a name either (AttributeError). Only the beta namespace is judged: it is
     frozen (neuronxcc.nki shipped last in Neuron SDK 2.28), while the standalone `nki` package still grows, so a
     name it lacks today may be a newer release's. The names are checked against every documented release of both
-    dialects (evidence.documented_nki_api). Labels: `api` (the missing names, comma-separated).
+    dialects (evidence.documented_nki_api). Labels: `api` (the missing names, comma-separated), `form` (`import` |
+    `call`: a call in a branch the task's run never takes is lowered by evidence.corroborate, `trace` = `not_traced`).
 
     Fix: use the documented API (`nl.program_id`, `nl.*` / `nisa.*` ops; docs `nki/api`).
     """
@@ -104,7 +105,7 @@ class UndocumentedNkiApi(Rule):
         if missing:
             names = ", ".join(missing)
             self.report(node, f"{names} {'is' if len(missing) == 1 else 'are'} in no documented NKI release: no Neuron "
-                        "SDK compiles this import", labels={"api": names})
+                        "SDK compiles this import", labels={"api": names, "form": "import"})
 
     def visit_Import(self, node: cst.Import) -> None:
         self._check(node, [dotted(alias.name) for alias in node.names])
@@ -127,4 +128,4 @@ class UndocumentedNkiApi(Rule):
             return
         self._told.add(call.name)
         self.report(call.node, f"{call.name} is in no documented NKI release: no Neuron SDK traces this call "
-                    "(AttributeError)", labels={"api": call.name})
+                    "(AttributeError)", labels={"api": call.name, "form": "call"})
