@@ -32,8 +32,8 @@ from evidence.model import EvidenceItem, Location, Severity, make_id
 from evidence.nki import dtypes
 from evidence.nki.child_runs import ChildRuns
 from evidence.numerics.errormodel import (
-    SIGNIFICAND_BITS, U_FP32, VACUOUS_BOUND, Trial, TrialResult, Verdict, assess, combine, lowest_precision,
-    recommended_tolerance, unit_roundoff,
+    U_FP32, VACUOUS_BOUND, Trial, TrialResult, Verdict, assess, combine, lowest_precision,
+    recommended_tolerance,
 )
 from evidence.sandbox.config import SandboxConfig
 from evidence.sandbox.outcome import ChildOutcome
@@ -341,11 +341,9 @@ def _self_rounded(produced: str | None) -> str | None:
     gives even on float64 inputs), else None."""
     if not produced or not _float(produced):
         return None
-    # ml_dtypes' variants NKI has no name for (e4m3fnuz, e5m2fnuz, e4m3b11fnuz) round as their family does
-    name = produced if produced in SIGNIFICAND_BITS else (
-        "float8_e4m3" if produced.startswith("float8_e4m3") else
-        "float8_e5m2" if produced.startswith("float8_e5m2") else produced)
-    return produced if unit_roundoff(name) > U_FP32 else None
+    # every float ml_dtypes knows, the variants NKI has no name for (e4m3fnuz, e5m2fnuz, e4m3b11fnuz) included
+    bits = dtypes.significand_bits(produced)
+    return produced if bits is not None and 2.0 ** -bits > U_FP32 else None
 
 
 def _float(dtype: str) -> bool:

@@ -92,3 +92,11 @@ def kernel(x):
     assert x.dtype == np.dtype(ml_dtypes.float8_e4m3fn) and np.isfinite(x.astype(np.float32)).all()
     out = next(i for i in SimulationCollector().collect(sub) if i.kind == "sim.output")
     assert out.metrics["matches"] == 1.0 and out.metrics["nan_count"] == 0, out.title
+
+
+def test_a_reference_rounding_to_any_narrow_float_is_its_own_rounding():
+    from evidence.numerics.collector import _self_rounded
+
+    for name in ("float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "bfloat16", "float16"):
+        assert _self_rounded(name) == name
+    assert _self_rounded("float32") is None and _self_rounded("float64") is None and _self_rounded("int8") is None
