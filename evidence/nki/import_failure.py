@@ -91,3 +91,18 @@ def limit_message(exc: ImportError) -> str | None:
         return None
     return (f"ModuleNotFoundError: imports {exc.name}, a package the grader's sandbox does not install (and no file "
             "or folder of the submission)")
+
+
+def in_run(exc: ImportError, kernel_globals: dict) -> tuple[str, str] | None:
+    """(code, one-line message) for an import inside a kernel's body failing while it runs: the submission's defect
+    as at load time, `import_error` (our limit) for a package the sandbox lacks, None for anything else (the
+    kernel's own `python_error`)."""
+    package = (kernel_globals.get("__package__") or "").split(".")[0]
+    modules = kernel_globals.get("__nki_modules__") or {}
+    root = getattr(modules.get(package), "__path__", None)
+    if root:
+        found = classify(exc, Path(root[0]), package, set(modules) - {package})
+        if found is not None:
+            return found
+    absent = limit_message(exc)
+    return ("import_error", absent) if absent is not None else None

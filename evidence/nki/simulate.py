@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evidence.nki import dtypes, overwrites
+from evidence.nki import dtypes, import_failure, overwrites
 from evidence.nki import state as _state
 from evidence.nki.coverage import Coverage
 from evidence.nki.errors import EvidenceError, KernelError, SimulationError
@@ -201,7 +201,10 @@ def simulate(kernel, *args, grid=None, target: str = "trn2", trace_only: bool = 
         raise
     except Exception as exc:
         file, line = _kernel_line(exc, files)
-        err = KernelError("python_error", f"{type(exc).__name__}: {exc}{_inner_site(exc, files)}", file, line)
+        # an import in the kernel's body: whose it is, as at load time (evidence.nki.import_failure)
+        blamed = import_failure.in_run(exc, func.__globals__) if isinstance(exc, ImportError) else None
+        code, message = blamed or ("python_error", f"{type(exc).__name__}: {exc}{_inner_site(exc, files)}")
+        err = KernelError(code, message, file, line)
         err.report = build_report(st)
         raise err from exc
     finally:

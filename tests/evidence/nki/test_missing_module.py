@@ -95,3 +95,34 @@ def test_the_collector_reports_a_missing_helper_as_sim_error_and_a_missing_packa
     assert (err.location.file, err.location.start_line) == ("kernel.py", 3)
     items = {i.kind: i for i in SimulationCollector().collect(_submission("import acme_vendor_kernels_sdk", {}))}
     assert items["sim.incomplete"].labels["code"] == "import_error" and "sim.error" not in items
+
+
+BODY_IMPORT = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def kernel(a):
+    {imports}
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(a))
+    return out
+"""
+
+
+@pytest.mark.parametrize("line, code", [("from .tile_helpers import plan", "submission_import_error"),
+                                        ("import acme_vendor_kernels_sdk", "import_error")])
+def test_an_import_in_the_kernels_body_is_judged_as_at_load_time(tmp_path, line, code):
+    # it failed as the kernel's own python_error (sim.error) whatever it imported
+    import numpy as np
+
+    from evidence.nki import simulate
+    from evidence.nki.errors import EvidenceError
+
+    path = tmp_path / "kernel.py"
+    path.write_text(BODY_IMPORT.format(imports=line))
+    mod = load_kernel(path, display="kernel.py", root=tmp_path)
+    with pytest.raises(EvidenceError) as info:
+        simulate(mod.kernel, np.ones((128, 8), np.float32))
+    err = info.value
+    assert (err.code, err.file, err.line) == (code, "kernel.py", 7) and "\n" not in err.message
