@@ -126,3 +126,16 @@ def test_an_import_in_the_kernels_body_is_judged_as_at_load_time(tmp_path, line,
         simulate(mod.kernel, np.ones((128, 8), np.float32))
     err = info.value
     assert (err.code, err.file, err.line) == (code, "kernel.py", 7) and "\n" not in err.message
+
+
+def test_a_helper_the_submission_has_imported_in_the_body_still_runs(tmp_path):
+    import numpy as np
+
+    from evidence.nki import simulate
+
+    (tmp_path / "tile_helpers.py").write_text("plan = 2.0\n")
+    path = tmp_path / "kernel.py"
+    path.write_text(BODY_IMPORT.format(imports="from .tile_helpers import plan").replace(
+        "value=nl.load(a)", "value=nl.multiply(nl.load(a), plan)"))
+    mod = load_kernel(path, display="kernel.py", root=tmp_path)
+    np.testing.assert_array_equal(simulate(mod.kernel, np.ones((128, 8), np.float32)).outputs[0], 2.0)
