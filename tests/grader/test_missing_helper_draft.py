@@ -6,30 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence.gather import gather
-from grader.drafting.rules import RulesDrafter
-from grader.rubric import load_rubric
-from grader.submission import load_submission
+from tests.grader.scale_rows import drafted, gathered, write
 
-MANIFEST = """[task]
-id = "scale-rows"
-title = "Rows times two"
-description = "out = 2 x for x [128, 512] fp32"
-target = "trn2"
-
-[kernel]
-file = "kernel.py"
-entry = "scale_rows"
-
-[[inputs]]
-name = "x"
-shape = [128, 512]
-dtype = "float32"
-
-[reference]
-file = "reference.py"
-entry = "scale_rows_ref"
-"""
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 IMPORT
@@ -44,12 +22,8 @@ def scale_rows(x):
 
 
 def _draft(tmp_path: Path, line: str):
-    (tmp_path / "submission.toml").write_text(MANIFEST)
-    (tmp_path / "reference.py").write_text("def scale_rows_ref(x):\n    return x * 2.0\n")
-    (tmp_path / "kernel.py").write_text(KERNEL.replace("IMPORT", line))
-    sub = load_submission(tmp_path)
-    bundle = gather(sub, exclude=("perf", "numerics"))
-    return bundle, RulesDrafter().draft(sub, bundle, load_rubric())
+    sub, bundle = gathered(write(tmp_path, KERNEL.replace("IMPORT", line)))
+    return bundle, drafted(sub, bundle)
 
 
 def test_a_missing_own_helper_fails_correctness_at_the_import(tmp_path):

@@ -11,27 +11,9 @@ from pathlib import Path
 
 from evidence.gather import gather
 from evidence.nki.collector import SimulationCollector
-from grader.drafting.rules import RulesDrafter
-from grader.rubric import load_rubric
 from grader.submission import load_submission
+from tests.grader.scale_rows import drafted, write
 
-MANIFEST = """[task]
-id = "scale-rows"
-title = "Rows times two"
-description = "out = 2 x for x [256, 512] fp32"
-target = "trn2"
-
-[kernel]
-file = "kernel.py"
-entry = "scale_rows"
-
-[[inputs]]
-name = "x"
-shape = [256, 512]
-dtype = "float32"
-distribution = "normal"
-"""
-REFERENCE = '\n[reference]\nfile = "reference.py"\nentry = "scale_rows_ref"\n'
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
@@ -48,11 +30,7 @@ SIM_CRITERIA = ("tiling", "memory_hierarchy", "data_movement", "precision", "neu
 
 
 def _folder(tmp_path: Path, reference: bool) -> Path:
-    (tmp_path / "submission.toml").write_text(MANIFEST + (REFERENCE if reference else ""))
-    (tmp_path / "kernel.py").write_text(KERNEL)
-    if reference:
-        (tmp_path / "reference.py").write_text("def scale_rows_ref(x):\n    return x * 2.0\n")
-    return tmp_path
+    return write(tmp_path, KERNEL, rows=256, reference=reference)
 
 
 def test_without_a_reference_the_simulator_says_it_did_not_run(tmp_path):
@@ -67,7 +45,7 @@ def test_a_draft_without_a_reference_marks_what_the_simulation_would_have_observ
     sub = load_submission(_folder(tmp_path, reference=False))
     bundle = gather(sub, exclude=("numerics",))  # the trace-only cost estimate (perf) runs without a reference
     (item,) = bundle.of_kind("sim.not_run")
-    d = RulesDrafter().draft(sub, bundle, load_rubric())
+    d = drafted(sub, bundle)
     for cid in SIM_CRITERIA:
         c = d.criterion(cid)
         assert c.status == "scored", (cid, c.rationale)
@@ -80,5 +58,5 @@ def test_a_draft_with_a_reference_is_not_marked(tmp_path):
     sub = load_submission(_folder(tmp_path, reference=True))
     bundle = gather(sub, exclude=("perf", "numerics"))
     assert not bundle.of_kind("sim.not_run")
-    d = RulesDrafter().draft(sub, bundle, load_rubric())
+    d = drafted(sub, bundle)
     assert not [c.criterion_id for c in d.criteria if "unobserved" in {f.code for f in c.flags}]

@@ -9,31 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence.gather import gather
-from grader.drafting.rules import RulesDrafter
-from grader.rubric import load_rubric
-from grader.submission import load_submission
+from tests.grader.scale_rows import drafted, gathered, write
 
-MANIFEST = """[task]
-id = "scale-rows"
-title = "Rows times two"
-description = "out = 2 x for x [128, 512] fp32"
-target = "trn2"
-
-[kernel]
-file = "kernel.py"
-entry = "scale_rows"
-
-[[inputs]]
-name = "x"
-shape = [128, 512]
-dtype = "float32"
-distribution = "normal"
-
-[reference]
-file = "reference.py"
-entry = "scale_rows_ref"
-"""
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
@@ -50,11 +27,7 @@ def scale_rows(x):
 
 
 def _bundle(tmp_path: Path, call: str):
-    (tmp_path / "submission.toml").write_text(MANIFEST)
-    (tmp_path / "reference.py").write_text("def scale_rows_ref(x):\n    return x * 2.0\n")
-    (tmp_path / "kernel.py").write_text(KERNEL.replace("CALL", call))
-    sub = load_submission(tmp_path)
-    return sub, gather(sub, exclude=("perf", "numerics"))
+    return gathered(write(tmp_path, KERNEL.replace("CALL", call)))
 
 
 def test_a_call_no_release_documents_is_a_kernel_error_capped_like_the_import_of_one(tmp_path):
@@ -64,7 +37,7 @@ def test_a_call_no_release_documents_is_a_kernel_error_capped_like_the_import_of
     assert not bundle.of_kind("sim.incomplete")
     assert (finding.location.start_line, finding.labels["api"]) == (10, "nl.fast_exp")
     assert (stop.labels["code"], stop.location.start_line) == ("undocumented_api", 10)
-    d = RulesDrafter().draft(sub, bundle, load_rubric())
+    d = drafted(sub, bundle)
     assert d.criterion("neuron_platform").score == 1 and d.criterion("kernel_correctness").score == 1
     tiling = d.criterion("tiling")
     assert "unobserved" in {f.code for f in tiling.flags} and "kernel.py:10" in tiling.rationale
@@ -99,12 +72,8 @@ def scale_rows(x, fast=FAST):
 
 
 def _branched(tmp_path: Path, fast: bool):
-    (tmp_path / "submission.toml").write_text(MANIFEST)
-    (tmp_path / "reference.py").write_text("def scale_rows_ref(x):\n    return x * 2.0\n")
-    (tmp_path / "kernel.py").write_text(BRANCHED.replace("FAST", str(fast)))
-    sub = load_submission(tmp_path)
-    bundle = gather(sub, exclude=("perf", "numerics"))
-    return bundle, RulesDrafter().draft(sub, bundle, load_rubric())
+    sub, bundle = gathered(write(tmp_path, BRANCHED.replace("FAST", str(fast))))
+    return bundle, drafted(sub, bundle)
 
 
 def test_a_call_on_a_branch_the_task_never_takes_is_low_and_leaves_the_criteria_observed(tmp_path):
@@ -122,10 +91,7 @@ def test_a_call_on_a_branch_the_task_never_takes_is_low_and_leaves_the_criteria_
 
 
 def test_a_kwarg_default_the_static_analysis_decides_reports_nothing(tmp_path):
-    (tmp_path / "submission.toml").write_text(MANIFEST)
-    (tmp_path / "reference.py").write_text("def scale_rows_ref(x):\n    return x * 2.0\n")
-    (tmp_path / "kernel.py").write_text(BRANCHED.replace("FAST", "False").replace("if enabled(fast):", "if fast:"))
-    bundle = gather(load_submission(tmp_path), exclude=("perf", "numerics"))
+    _, bundle = gathered(write(tmp_path, BRANCHED.replace("FAST", "False").replace("if enabled(fast):", "if fast:")))
     assert not bundle.of_kind("nki.undocumented-nki-api", "sim.error", "sim.incomplete")
 
 

@@ -9,33 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence.gather import gather
-from grader.drafting.rules import RulesDrafter
-from grader.rubric import load_rubric
-from grader.submission import load_submission
+from tests.grader.scale_rows import drafted, gathered, write
 
-MANIFEST = """[task]
-id = "scale-rows"
-title = "Rows times two"
-description = "out = 2 x for x [128, 512] fp32"
-target = "trn2"
-
-[kernel]
-file = "kernel.py"
-entry = "scale_rows"
-modules = ["blocks.py"]
-
-[[inputs]]
-name = "x"
-shape = [128, 512]
-dtype = "float32"
-distribution = "normal"
-
-[reference]
-file = "reference.py"
-entry = "scale_rows_ref"
-"""
-REFERENCE = "def scale_rows_ref(x):\n    return x * 2.0\n"
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 from blocks import scale_block
@@ -56,16 +31,12 @@ def scale_block(t, factor):
 
 
 def test_criteria_reading_the_code_say_the_unparsed_module_was_not_analysed(tmp_path: Path):
-    for name, text in (("submission.toml", MANIFEST), ("reference.py", REFERENCE), ("kernel.py", KERNEL),
-                       ("blocks.py", BLOCKS)):
-        (tmp_path / name).write_text(text)
-    sub = load_submission(tmp_path)
-    bundle = gather(sub, exclude=("perf", "numerics"))
+    sub, bundle = gathered(write(tmp_path, KERNEL, modules={"blocks.py": BLOCKS}))
     (item,) = bundle.of_kind("nki.unparsed_module")
     assert (item.location.file, item.location.start_line, item.labels["imported_by"]) == ("blocks.py", 5, "kernel.py:3")
     (stop,) = bundle.of_kind("sim.error")  # the kernel does not load: its defect, not the simulator's limit
     assert stop.labels["code"] == "syntax_error" and stop.location.file == "blocks.py"
-    d = RulesDrafter().draft(sub, bundle, load_rubric())
+    d = drafted(sub, bundle)
     assert d.criterion("kernel_correctness").score == 1
     for cid in ("tiling", "precision", "neuron_platform"):
         c = d.criterion(cid)

@@ -4,22 +4,9 @@ is never simulated without something to compare it with). Kernel written for thi
 
 from __future__ import annotations
 
-MANIFEST = """[task]
-id = "scale-rows"
-title = "Rows times two"
-description = "out = 2 x for x [256, 512] fp32"
-target = "trn2"
+from tests.grader.scale_rows import manifest
 
-[kernel]
-file = "kernel.py"
-entry = "scale_rows"
-
-[[inputs]]
-name = "x"
-shape = [256, 512]
-dtype = "float32"
-distribution = "normal"
-"""
+MANIFEST = manifest(rows=256, reference=False)
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
