@@ -133,14 +133,17 @@ class Roundings:
     bf16 are a precision choice, not a stage TensorE needs) and an instruction writing fp32 or integers; one with no tile source (memset, iota) starts at
     zero. `allowed` is set where a matmul reads its operands: the roundings they went through are the ones the
     bound excuses, and it passes on from there. `longest` is the most allowed roundings in any value written to
-    HBM. Partial writes keep the deeper triple, so a count can only overcount (a looser bound, which the error
-    model caps)."""
+    HBM, or for an output in a wider float dtype than these (fp32 from bf16 stages) every rounding it went
+    through: its own rounding is then far below theirs, so the stages are its error, not a precision defect.
+    Partial writes keep the deeper triple, so a count can only overcount (a looser bound, which the error model
+    caps)."""
 
-    __slots__ = ("depth", "longest")
+    __slots__ = ("depth", "longest", "stage_dtypes")
 
     def __init__(self) -> None:
         self.depth: dict[int, dict[tuple, tuple[int, int]]] = {}
         self.longest = 0
+        self.stage_dtypes: set[str] = set()  # the dtypes of the counted roundings (their unit roundoffs size them)
 
     def _of(self, tiles) -> tuple[int, int]:
         total = allowed = 0
@@ -165,8 +168,12 @@ class Roundings:
             d = (0, 0)
         else:
             d = (total + 1, allowed)
-        if out.alloc.buffer not in ("sbuf", "psum") and d[1] > self.longest:
-            self.longest = d[1]
+            self.stage_dtypes.add(dtypes.name(out.dtype))
+        # a low-precision output's own rounding matches the intermediate ones only before a matmul (`allowed`); an
+        # output in a wider dtype (fp32 from bf16 stages) carries every stage it went through as its whole error
+        stages = d[1] if _low_float(out.dtype) else d[0]
+        if out.alloc.buffer not in ("sbuf", "psum") and stages > self.longest:
+            self.longest = stages
         blocks = self.depth.get(out.alloc.uid)
         if d == (0, 0):
             if blocks and covers_region(out):

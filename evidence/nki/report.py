@@ -81,6 +81,7 @@ class Report(BaseModel):
     # the same per box of the argument: (dtype, (lo, hi) per axis, or None for the whole argument)
     input_regions: dict[int, tuple[tuple[str, tuple[tuple[int, ...], tuple[int, ...]] | None], ...]] = {}
     rounding_depth: int = 0  # most low-precision roundings before the output's own in a value stored to HBM (Roundings)
+    rounding_dtypes: tuple[str, ...] = ()  # the dtypes those roundings store in (their unit roundoffs size them)
     # reversed-order run (error model): a line whose mask was built in another affine iteration, so reversing the
     # Python iterations changed what was traced; 0 when none
     order_state_line: int = 0
@@ -146,6 +147,7 @@ def build_report(st: State) -> Report:
         reduce_length=agg.reduce_len,
         accumulation_depth=st.recorder.chains.longest,
         rounding_depth=st.recorder.roundings.longest,
+        rounding_dtypes=tuple(sorted(st.recorder.roundings.stage_dtypes)) if st.recorder.roundings.longest else (),
         input_dtypes=st.recorder.input_precision.by_argument(),
         input_regions=st.recorder.input_precision.by_region(),
     )

@@ -170,6 +170,7 @@ class NumericsCollector(Collector):
             k = _reduction_length(report, [o.shape for o in metas])
             roundings = report.rounding_depth if report is not None else 0
             device = lowest_precision(list(report.dtypes if report else ()))
+            stage = lowest_precision(list(report.rounding_dtypes if report else ()))
             produced = {m_.array: m_.dtype for m_ in reference.result.outputs}
             for i, o in enumerate(metas):
                 out, r64 = arrays.get(f"out{i}"), arrays.get(f"f64ref{i}")
@@ -189,7 +190,7 @@ class NumericsCollector(Collector):
                 order = "affine reversed" if trial.get("affine_order") == "reversed" else "program"
                 res = assess(Trial(trial["label"], out, r64, dev, arrays.get(f"absref{i}"), written, order,
                                    arrays.get(f"pertref{i}")),
-                             o.dtype, k, tuple(m.kernel.grid), roundings, device)
+                             o.dtype, k, tuple(m.kernel.grid), roundings, device, stage)
                 if trial.get("second_size"):
                     growth.setdefault(i, []).append((k, res.rel_l2))
                     continue
@@ -239,6 +240,9 @@ class NumericsCollector(Collector):
         extra = (f"; {w.roundings} intermediate low-precision rounding{'s' if w.roundings > 1 else ''} before the "
                  f"output's own (values the kernel stores in a low-precision dtype on their way to the output) raise "
                  f"that to {e_r:.3g}" if w.roundings else "")
+        if w.roundings and w.amplification == w.amplification:  # stages narrower than the output (not NaN)
+            extra += (f" (each one unit roundoff of the stage's dtype over sqrt(3), times the reference's response "
+                      f"{w.amplification:.3g} to relative perturbations)")
         detail = (f"{trials}. {rounding}"
                   f"{w.e_dev:.3g}{extra}; fp32 accumulation over K = {k:.0f} with conditioning {w.kappa:.3g}{capped} adds "
                   f"{w.bound_typ - e_r:.2g} typically (sqrt(K) u), {w.bound_worst - e_r:.2g} at worst (K u). "

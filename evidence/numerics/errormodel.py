@@ -34,7 +34,11 @@ element / 2, or the longest free-axis reduction):
 where the roundings a kernel makes in the device dtype before its TensorE operands (the simulator's
 `rounding_depth` r: a bf16 norm before a projection stores x * rstd and then * gamma in bf16), which the device
 reference does not make, add in quadrature: e_r = sqrt(e_dev^2 + r e1^2) with e1 = min(e_dev, u_dev / sqrt(3)) the
-RMS error of one rounding at the output's scale, r capped at `MAX_INTERMEDIATE_ROUNDINGS`. The typical and worst
+RMS error of one rounding at the output's scale, r capped at `MAX_INTERMEDIATE_ROUNDINGS`. Stages stored narrower
+than the output (bf16 activations on their way to an fp32 output; every such stage counts, not only TensorE
+operands) are the output's whole error, far above e_dev: each then adds e1 = u_stage / sqrt(3) * rho, rho the
+reference's measured response to independent relative perturbations of its inputs (at most kappa; kappa when none
+was measured), the same first-order propagation a stage's independent relative roundings go through. The typical and worst
 bounds take e_r for e_dev; the decision bound adds e_r - e_dev once (the 1.5 slack is for the kernel and the
 device reference rounding the same values differently). r = 0 gives the bounds above.
 
@@ -126,6 +130,8 @@ class TrialResult:
     ratio: float = math.nan  # rel_l2 / bound
     roundings: int = 0  # intermediate low-precision roundings the bound allows for (capped)
     e_round: float = math.nan  # e_dev with those roundings added in quadrature
+    # stages narrower than the output: how much one stage's relative rounding errors move it (errormodel._one_rounding)
+    amplification: float = math.nan
     cosine: float = math.nan
     ulp: dict = field(default_factory=dict)  # p50, p90, p99, max ULP error in the output dtype
     pattern: Pattern | None = None
@@ -149,7 +155,7 @@ def ulp_errors(out: np.ndarray, ref: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def assess(trial: Trial, out_dtype: str, k: float, grid: tuple[int, ...] = (), roundings: int = 0,
-           device_dtype: str | None = None) -> TrialResult:
+           device_dtype: str | None = None, stage_dtype: str | None = None) -> TrialResult:
     res = TrialResult(label=trial.label, verdict="cannot_tell", order=trial.order)
     out = np.asarray(trial.out, dtype=np.float64)
     ref = np.asarray(trial.ref64, dtype=np.float64)
@@ -175,9 +181,7 @@ def assess(trial: Trial, out_dtype: str, k: float, grid: tuple[int, ...] = (), r
     acc = res.kappa * math.sqrt(k) * U_FP32
     r = min(max(int(roundings or 0), 0), MAX_INTERMEDIATE_ROUNDINGS)
     res.roundings = r
-    # one rounding's RMS relative error at the output's scale: what the output rounding alone costs (e_dev, when the
-    # inputs are already in the device dtype), at most u / sqrt(3)
-    one = min(res.e_dev, unit_roundoff(device_dtype or out_dtype) / math.sqrt(3.0))
+    one = _one_rounding(res, trial, out_dtype, device_dtype, stage_dtype, r)
     e_r = res.e_round = math.sqrt(res.e_dev**2 + r * one**2) if r else res.e_dev
     res.bound_typ = e_r + acc
     # the 1.5 slack covers the kernel and the device reference rounding the same values differently; the
@@ -215,6 +219,27 @@ def assess(trial: Trial, out_dtype: str, k: float, grid: tuple[int, ...] = (), r
     if res.ratio <= 1:
         return _set(res, "within", "within expected variation")
     return _set(res, "cannot_tell", f"between the bound and twice the bound (x{res.ratio:.2g})")
+
+
+def _one_rounding(res: TrialResult, trial: Trial, out_dtype: str, device_dtype: str | None, stage_dtype: str | None,
+                  r: int) -> float:
+    """The RMS relative error one intermediate rounding adds at the output's scale.
+
+    Stages stored narrower than the output (bf16 values on their way to an fp32 output): each rounds its values by
+    independent relative errors of RMS u_stage / sqrt(3), which reach the output as the inputs' own relative errors
+    do, so the output moves by u_stage / sqrt(3) times the reference's measured response to independent relative
+    perturbations (`Trial.response`; kappa when none was measured, the worst case of such sums). Otherwise (stages
+    as narrow as the output): what the output rounding alone costs (e_dev, when the inputs are already in the
+    device dtype), at most u / sqrt(3)."""
+    if not r:
+        return 0.0
+    stage = stage_dtype or device_dtype or out_dtype
+    if unit_roundoff(stage) > unit_roundoff(out_dtype):
+        measured = np.asarray(trial.response if trial.response is not None else (), np.float64).ravel()
+        amplify = float(measured.max()) if measured.size and np.isfinite(measured).all() else res.kappa
+        res.amplification = min(amplify, res.kappa)
+        return unit_roundoff(stage) / math.sqrt(3.0) * res.amplification
+    return min(res.e_dev, unit_roundoff(device_dtype or out_dtype) / math.sqrt(3.0))
 
 
 def _set(res: TrialResult, verdict: str, reason: str, ratio: float | None = None) -> TrialResult:
