@@ -225,16 +225,16 @@ def _one_rounding(res: TrialResult, trial: Trial, out_dtype: str, device_dtype: 
                   r: int) -> float:
     """The RMS relative error one intermediate rounding adds at the output's scale.
 
-    Stages stored narrower than the output (bf16 values on their way to an fp32 output): each rounds its values by
+    Stages stored narrower than an fp32 output (bf16 values on their way to it): each rounds its values by
     independent relative errors of RMS u_stage / sqrt(3), which reach the output as the inputs' own relative errors
     do, so the output moves by u_stage / sqrt(3) times the reference's measured response to independent relative
-    perturbations (`Trial.response`; kappa when none was measured, the worst case of such sums). Otherwise (stages
-    as narrow as the output): what the output rounding alone costs (e_dev, when the inputs are already in the
-    device dtype), at most u / sqrt(3)."""
+    perturbations (`Trial.response`; kappa when none was measured, the worst case of such sums). A low-precision
+    output (whose count holds only the stages a matmul reads, `accumulation.Roundings`): what the output rounding
+    alone costs (e_dev, when the inputs are already in the device dtype), at most u / sqrt(3)."""
     if not r:
         return 0.0
     stage = stage_dtype or device_dtype or out_dtype
-    if unit_roundoff(stage) > unit_roundoff(out_dtype):
+    if SIGNIFICAND_BITS.get(out_dtype, 24) >= 24 and unit_roundoff(stage) > unit_roundoff(out_dtype):
         measured = np.asarray(trial.response if trial.response is not None else (), np.float64).ravel()
         amplify = float(measured.max()) if measured.size and np.isfinite(measured).all() else res.kappa
         res.amplification = min(amplify, res.kappa)
