@@ -127,9 +127,10 @@ class Roundings:
 
     Per region (allocation id -> block -> (roundings, last, allowed)): a computing instruction writing a
     low-precision float writes one more rounding than the deepest region it reads; a copy, cast, transpose or
-    addition passes the count on (a cast of fp32 PSUM to bf16 is the output rounding the device reference makes
-    too; a running sum kept in bf16 is a precision defect the error model must still see), and so does a
-    reduction or any per-partition column ([P, 1]: statistics such as a max, a sum, 1/sum or an exp bias kept in
+    addition passes the count on (a cast of an argument's data is a rounding the device reference makes too; a
+    running sum kept in bf16 is a precision defect the error model must still see), except a cast of a value the
+    kernel computed (fp32 PSUM or a state, cast to bf16 and fed on), which is one more. A reduction passes it on
+    too, as does any per-partition column ([P, 1]: statistics such as a max, a sum, 1/sum or an exp bias kept in
     bf16 are a precision choice, not a stage TensorE needs) and an instruction writing fp32 or integers; one with no tile source (memset, iota) starts at
     zero. `allowed` is set where a matmul reads its operands: the roundings they went through are the ones the
     bound excuses, and it passes on from there. `longest` is the most allowed roundings in any value written to
@@ -155,12 +156,18 @@ class Roundings:
                         total, allowed = max(total, d[0]), max(allowed, d[1])
         return total, allowed
 
-    def write(self, out, sources, copied: bool, added: bool = False, op: str = "") -> None:
+    def write(self, out, sources, copied: bool, added: bool = False, op: str = "", computed: bool = False) -> None:
+        """`computed`: some source holds values the kernel computed (not an argument's data moved unchanged), so
+        a cast of it to a narrower float is a rounding the device reference does not make (it rounds inputs)."""
         if out is None:
             return
         total, allowed = self._of(sources)
         if op in _MATMULS:
             d = (total, max(allowed, total))
+        elif (copied and computed and _low_float(out.dtype) and _free(out) > 1
+              and any(dtypes.is_float(t.dtype) and not _low_float(t.dtype) for t in sources)):
+            d = (total + 1, allowed)  # an fp32 state or PSUM result cast to bf16 and fed on
+            self.stage_dtypes.add(dtypes.name(out.dtype))
         elif (copied or added or not _low_float(out.dtype) or _free(out) == 1
               or (sources and _free(out) * 2 <= max(map(_free, sources)))):
             d = (total, allowed)

@@ -127,7 +127,9 @@ def call(name: str, args: tuple, kwargs: dict, into=None):
         if st.placements:
             placement.access(st, c, written)
         st.recorder.chains.write(written, c.ins, is_addition(c.op, p), c.op in COPY_OPS)
-        st.recorder.roundings.write(written, c.ins, c.op in COPY_OPS, is_addition(c.op, p), c.op)
+        copied = c.op in COPY_OPS
+        st.recorder.roundings.write(written, c.ins, copied, is_addition(c.op, p), c.op,
+                                    copied and st.recorder.input_precision.computed(c.ins))
         st.recorder.input_precision.write(written, c.ins, c.op in COPY_OPS, c.engine == "tensor")
     elif c.out is not None:
         v = p.get("v") if p else None

@@ -145,6 +145,16 @@ class InputPrecision:
             if not (held <= h and feeds <= f):
                 beneath[p] = (_bounded(h | held), _bounded(f | feeds))
 
+    def computed(self, tiles) -> bool:
+        """Some tile holds values computed from the arguments rather than an argument's data moved unchanged (an
+        fp32 PSUM result, a state updated every iteration): what a cast of them rounds, the device-faithful
+        reference (which rounds arguments) does not."""
+        for t in tiles:
+            held, feeds = self._of(t)
+            if feeds and not held:
+                return True
+        return False
+
     def free(self, uid: int) -> None:
         self.regions.pop(uid, None)
         self.beneath.pop(uid, None)

@@ -117,3 +117,61 @@ def test_a_bf16_stage_before_an_fp32_output_is_within_and_a_planted_defect_is_no
 def test_an_fp32_kernel_keeps_its_fp32_bound():
     _, res = _run("float32", "fp32")
     assert res.roundings == 0 and res.verdict == "within" and res.bound < 1e-4, (res.bound, res.reason)
+
+
+# y = bf16(x @ w1) @ w2: the fp32 hidden result cast to bf16 for the second matmul (a state handed to TensorE in bf16)
+CHAIN = '''
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def chain(x, w1, w2, defect=False):
+    T, H = x.shape
+    _, M = w1.shape
+    _, N = w2.shape
+    out = nl.ndarray((T, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nl.load(x)
+    acc = nl.zeros((T, M), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(H // 128):
+        acc += nl.matmul(xt[:, k * 128:(k + 1) * 128], nl.load(w1[k * 128:(k + 1) * 128, :]))
+    h = nl.copy(acc, dtype=nl.bfloat16)
+    y = nl.copy(nl.matmul(h, nl.load(w2)), dtype=nl.float32)
+    if defect:  # the first of four column blocks scaled by 1.03
+        y[:, 0:64] = nl.multiply(y[:, 0:64], 1.03)
+    nl.store(out, value=y)
+    return out
+'''
+
+
+def _chain(defect: bool = False):
+    specs = tuple(InputSpec(name=n, shape=s, dtype="bfloat16") for n, s in
+                  (("x", (128, 256)), ("w1", (256, 128)), ("w2", (128, 256))))
+    inputs = generate_inputs(specs, 1)
+    sim = simulate(load_kernel(CHAIN, display="chain.py").chain, *inputs, defect=defect)
+    job = ChildJob(role="reference", file="reference.py", entry="ref", inputs=specs, timeout_s=60, limits=Limits(),
+                   reference_variants=("f64", "dev", "abs", "pert"), device_dtypes=device_dtypes(specs, sim.report))
+    arrays: dict = {}
+    status = _reference_variants(lambda x, w1, w2: (x @ w1) @ w2, inputs, job, arrays, [])
+    assert set(status.values()) == {"ok"}, status
+    out = np.asarray(sim.outputs[0]).astype(np.float64)
+    trial = Trial("seed 1", out, arrays["f64ref0"], arrays["devref0"], arrays["absref0"], response=arrays["pertref0"])
+    return sim.report, assess(trial, "float32", _reduction_length(sim.report, [out.shape]), (),
+                              sim.report.rounding_depth, lowest_precision(sim.report.dtypes),
+                              lowest_precision(sim.report.rounding_dtypes))
+
+
+def test_a_computed_fp32_value_cast_to_bf16_for_tensore_is_a_rounding():
+    # bf16 inputs, so the device reference has nothing to round: before, the cast passed the count on (depth 0)
+    # and the output read "defect x7.8"
+    report, res = _chain()
+    assert report.rounding_depth == 1 and report.rounding_dtypes == ("bfloat16",)
+    assert res.verdict == "within" and res.ratio < 0.8, (res.ratio, res.bound)
+    _, wrong = _chain(defect=True)
+    assert wrong.verdict == "defect" and wrong.ratio > 2.5, (wrong.ratio, wrong.bound)
+
+
+def test_a_cast_of_an_input_s_own_data_is_not_counted_again():
+    # w cast to bf16 after its load: the device reference rounds w itself (input_precision)
+    report, _ = _run("float32", "bf16_operand")
+    assert report.rounding_depth == 1  # the gated activation only
