@@ -186,10 +186,6 @@ def file_level(gap: MethodGap, claim: Claim) -> bool:
     return not any(k in overridden for k in keys)
 
 
-def _dtype(name: str | None) -> str | None:
-    return canonical_name(name)
-
-
 def _bits(name: str) -> int:
     """Significand bits of a dtype name; a name that is not a float dtype counts as float32 (no precision given up)."""
     return significand_bits(name) or 24
@@ -204,8 +200,8 @@ def parity_gaps(claim: Claim, kernel_dtype: str | None, task_rtol: float | None,
     """Baseline and candidate in different precisions or shapes (issue 16.4): the claim's dtypes, else the
     kernel's inputs' dtype for the candidate and the notes' for the baseline."""
     gaps: list[MethodGap] = []
-    cand = _dtype(claim.dtype) or _dtype(kernel_dtype)
-    base = _dtype(claim.baseline_dtype) or _dtype(noted_baseline_dtype)
+    cand = canonical_name(claim.dtype) or canonical_name(kernel_dtype)
+    base = canonical_name(claim.baseline_dtype) or canonical_name(noted_baseline_dtype)
     if cand and base and cand != base:
         lower = _bits(cand) < _bits(base)
         if lower and task_rtol is None:

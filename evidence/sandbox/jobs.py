@@ -56,6 +56,7 @@ def _note(outcome: ChildOutcome) -> ChildOutcome:
 _REMOVERS, _PENDING = 4, 32
 _removals: queue.Queue[Path] = queue.Queue(maxsize=_PENDING)
 _removers: list[threading.Thread] = []
+_removers_lock = threading.Lock()
 
 
 def _remove_forever() -> None:
@@ -66,7 +67,7 @@ def _remove_forever() -> None:
 
 def remove_later(job_dir: Path) -> None:
     """Remove `job_dir` on a background remover thread (started on first use)."""
-    with _host_lock:
+    with _removers_lock:
         if not _removers:
             _removers.extend(threading.Thread(target=_remove_forever, name="nki-job-remover", daemon=True)
                              for _ in range(_REMOVERS))

@@ -8,18 +8,9 @@ import pytest
 from evidence.nki.dtypes import significand_bits
 from evidence.perf.claims_collector import ClaimsCollector, kernel_dtype
 from evidence.submission import Manifest, Submission
+from tests.evidence.perf.test_claims import SOUND_METHOD
 
-METHOD = """
-[method]
-source = "measured"
-timer = "device"
-warmup = 20
-iterations = 200
-variance_reported = true
-correctness_checked = true
-compile_excluded = true
-device = "trn2.48xlarge, one NeuronCore"
-
+METHOD = SOUND_METHOD + """
 [[claim]]
 id = "s"
 metric = "speedup"
